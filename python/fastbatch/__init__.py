@@ -1,0 +1,54 @@
+"""fastbatch: batched reinforcement-learning environments stepped in C++.
+
+>>> import fastbatch
+>>> envs = fastbatch.make("CartPole-v1", num_envs=8, seed=0)
+>>> obs, info = envs.reset()
+
+`import fastbatch` never imports TensorFlow.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from fastbatch import _core
+from fastbatch.errors import ClosedEnvError, EnvError, UnknownEnvError
+from fastbatch.registry import NativeEnvSpec, _register_builtins, list_envs, spec
+from fastbatch.vector import NativeVectorEnv, make
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ClosedEnvError",
+    "EnvError",
+    "NativeEnvSpec",
+    "NativeVectorEnv",
+    "UnknownEnvError",
+    "aligned_empty",
+    "get_include",
+    "list_envs",
+    "make",
+    "spec",
+]
+
+ALIGNMENT = 64
+
+
+def get_include() -> str:
+    """The directory holding the public C++ headers (``fastbatch/env.h``, ``fastbatch/abi.h``)."""
+    return str(Path(__file__).parent / "include")
+
+
+def aligned_empty(shape: int | tuple[int, ...], dtype: np.typing.DTypeLike = np.float32) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts on a 64-byte boundary."""
+    dtype = np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % ALIGNMENT
+    return raw[offset : offset + nbytes].view(dtype).reshape(shape)
+
+
+_register_builtins()

@@ -1,0 +1,274 @@
+"""`fastbatch.make` and the native `VectorEnv`: a batch of C++ envs behind gymnasium's vector API."""
+
+from __future__ import annotations
+
+import numbers
+import os
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from fastbatch import _core
+from fastbatch.errors import ClosedEnvError
+from fastbatch.registry import REGISTRY, NativeEnvSpec
+
+__all__ = ["NativeVectorEnv", "make"]
+
+_MODE_CODES = {
+    AutoresetMode.NEXT_STEP: 0,
+    AutoresetMode.SAME_STEP: 1,
+    AutoresetMode.DISABLED: 2,
+}
+_MAX_SEED = 2**64 - 1
+
+
+def _available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive integer, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _autoreset_mode(value: Any) -> AutoresetMode:
+    if isinstance(value, AutoresetMode):
+        return value
+    if isinstance(value, str):
+        try:
+            return AutoresetMode(value.lower())
+        except ValueError:
+            pass
+    names = ", ".join(repr(m.value) for m in AutoresetMode)
+    raise ValueError(f"autoreset_mode must be a gymnasium AutoresetMode or one of {names}, got {value!r}")
+
+
+def _env_params(spec: NativeEnvSpec, kwargs: dict[str, Any]) -> list[float]:
+    unknown = sorted(set(kwargs) - set(spec.params))
+    if unknown:
+        accepted = ", ".join(spec.params) or "none"
+        raise TypeError(
+            f"{spec.id} got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+            f"it accepts: {accepted}"
+        )
+    values = []
+    for name, default in spec.params.items():
+        value = kwargs.get(name, default)
+        if not isinstance(value, numbers.Real):
+            raise TypeError(f"{spec.id} parameter {name!r} must be a number, got {value!r}")
+        values.append(float(value))
+    return values
+
+
+def _seed_list(seed: Any, num_envs: int) -> list[int | None]:
+    if seed is None:
+        return [None] * num_envs
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        seeds: list[Any] = [int(seed) + i for i in range(num_envs)]
+    elif isinstance(seed, (list, tuple)):
+        if len(seed) != num_envs:
+            raise ValueError(f"a seed list must have num_envs={num_envs} entries, got {len(seed)}")
+        seeds = list(seed)
+    else:
+        raise TypeError(f"seed must be None, an int or a list of ints/None, got {seed!r}")
+    for s in seeds:
+        if s is None:
+            continue
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
+            raise TypeError(f"seeds must be non-negative integers or None, got {s!r}")
+        if not 0 <= s <= _MAX_SEED:
+            raise ValueError(f"seeds must be in [0, 2**64), got {s}")
+    return [None if s is None else int(s) for s in seeds]
+
+
+class NativeVectorEnv(gymnasium.vector.VectorEnv):
+    """A batch of `num_envs` native (C++) envs stepped together, as a gymnasium `VectorEnv`.
+
+    Build it with :func:`fastbatch.make`. Observations, rewards (float32) and flags are returned
+    as numpy views of 64-byte-aligned buffers owned by the env; an array you hold is never
+    written again (buffers are recycled only once every array of a step has been dropped).
+
+    Threading: one thread at a time may call an env; a concurrent call raises ``RuntimeError``.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        num_envs: int = 1,
+        *,
+        num_threads: int | None = None,
+        seed: int | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        max_episode_steps: int | None = None,
+        stats_key: str | None = "episode",
+        **kwargs: Any,
+    ) -> None:
+        env_type, spec = REGISTRY.resolve(env_id)
+        self.num_envs = _positive_int("num_envs", num_envs)
+        if num_threads is None:
+            num_threads = min(_available_cores(), self.num_envs)
+        num_threads = _positive_int("num_threads", num_threads)
+        mode = _autoreset_mode(autoreset_mode)
+        if max_episode_steps is None:
+            max_episode_steps = spec.max_episode_steps or 0
+        elif isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, numbers.Integral) or max_episode_steps < 0:
+            raise ValueError(f"max_episode_steps must be a non-negative integer or None, got {max_episode_steps!r}")
+        if stats_key is not None and not isinstance(stats_key, str):
+            raise TypeError(f"stats_key must be a string or None, got {stats_key!r}")
+        params = _env_params(spec, kwargs)
+
+        self._spec = spec
+        self._stats_key = stats_key
+        self._pool = _core._VectorPool(
+            env_type, self.num_envs, num_threads, _MODE_CODES[mode], int(max_episode_steps), params
+        )
+        self.single_observation_space = spec.observation_space
+        self.single_action_space = spec.action_space
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.metadata = {"autoreset_mode": mode}
+        self.render_mode = None
+        self.closed = False
+        self._reset_called = False
+        if seed is not None:
+            self._pool.seed(_seed_list(seed, self.num_envs))
+
+    # ------------------------------------------------------------------ gymnasium API
+    def reset(
+        self,
+        *,
+        seed: int | list[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Resets all envs (or those in ``options["reset_mask"]``) and returns ``(obs, {})``.
+
+        ``seed``: an int seeds env ``i`` with ``seed + i``; a list gives each env's seed (None
+        keeps that env's generator running); None keeps every generator running.
+        """
+        self._check_open()
+        mask = None
+        if options is not None:
+            if not isinstance(options, dict):
+                raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+            unknown = sorted(set(options) - {"reset_mask"})
+            if unknown:
+                raise ValueError(
+                    f"unsupported reset option(s) {', '.join(map(repr, unknown))}; native envs "
+                    "accept only 'reset_mask'"
+                )
+            if "reset_mask" in options:
+                mask = options["reset_mask"]
+                if not isinstance(mask, np.ndarray):
+                    raise TypeError(
+                        f"options['reset_mask'] must be a numpy array, got {type(mask).__name__}"
+                    )
+                if mask.shape == (self.num_envs,) and mask.dtype == np.bool_ and not mask.any():
+                    raise ValueError("options['reset_mask'] must contain at least one True value")
+                if not self._reset_called:
+                    raise ValueError("the first reset must reset every env (no reset_mask)")
+        seeds = _seed_list(seed, self.num_envs)
+        if mask is not None and mask.shape == (self.num_envs,):
+            seeds = [s if bool(m) else None for s, m in zip(seeds, mask)]
+        if any(s is not None for s in seeds):
+            self._pool.seed(seeds)
+        obs = self._pool.reset(mask)
+        self._reset_called = True
+        return obs, {}
+
+    def step(
+        self, actions: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Steps every env once. Returns ``(obs, reward, terminated, truncated, info)``.
+
+        ``info`` is empty unless an episode ended: then ``info[stats_key]`` holds ``r``
+        (return), ``l`` (length) and ``t`` (seconds) with the mask ``info["_" + stats_key]``, and
+        in SAME_STEP mode ``final_obs``/``final_info`` as gymnasium's ``SyncVectorEnv`` gives them.
+        """
+        self._check_stepable()
+        obs, reward, terminated, truncated, ended = self._pool.step(actions)
+        info: dict[str, Any] = {} if ended == 0 else self._episode_info()
+        return obs, reward, terminated, truncated, info
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._pool.close()
+
+    # ------------------------------------------------------------------ fastbatch extras
+    def step_into(
+        self,
+        actions: Any,
+        obs: np.ndarray,
+        reward: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+    ) -> dict[str, Any]:
+        """Steps every env, writing results straight into the caller's arrays; returns ``info``.
+
+        Each array must be C-contiguous, writeable, 64-byte aligned and have the exact dtype
+        and shape of :meth:`step`'s results (for example slot ``t`` of a rollout made with
+        :func:`fastbatch.aligned_empty`). Nothing else is allocated.
+        """
+        self._check_stepable()
+        ended = self._pool.step_into(actions, obs, reward, terminated, truncated)
+        return {} if ended == 0 else self._episode_info()
+
+    @property
+    def num_threads(self) -> int:
+        """Worker threads stepping the batch (the calling thread counts as one)."""
+        return self._pool.num_threads
+
+    def get_env_state(self, index: int) -> np.ndarray:
+        """The internal float64 state of env ``index`` (for tests and debugging)."""
+        self._check_open()
+        return self._pool.get_state(index)
+
+    # ------------------------------------------------------------------ internals
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClosedEnvError("this fastbatch env is closed")
+
+    def _check_stepable(self) -> None:
+        self._check_open()
+        if not self._reset_called:
+            raise RuntimeError("call reset() before step()")
+
+    def _episode_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {}
+        done, ret, length, elapsed = self._pool.episode_stats()
+        if self._stats_key is not None:
+            info[self._stats_key] = {"r": ret, "l": length, "t": elapsed}
+            info["_" + self._stats_key] = done
+        if self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP:
+            final = self._pool.final_obs()
+            final_obs = np.full(self.num_envs, None, dtype=object)
+            for i in np.flatnonzero(done):
+                final_obs[i] = final[i]
+            info["final_obs"] = final_obs
+            info["_final_obs"] = done.copy()
+            info["final_info"] = {}
+            info["_final_info"] = done.copy()
+        return info
+
+    def __repr__(self) -> str:
+        return f"NativeVectorEnv({self._spec.id}, num_envs={self.num_envs})"
+
+
+def make(env_id: str, num_envs: int = 1, **kwargs: Any) -> NativeVectorEnv:
+    """Makes a batch of ``num_envs`` envs of ``env_id`` as a gymnasium ``VectorEnv``.
+
+    Keyword arguments: ``num_threads`` (default: the available cores, at most ``num_envs``),
+    ``seed`` (env ``i`` is seeded with ``seed + i``), ``autoreset_mode`` (gymnasium's
+    ``AutoresetMode`` or its string value; default ``NEXT_STEP``), ``max_episode_steps``
+    (default: the env's own; 0 disables the time limit), ``stats_key`` (info key of the episode
+    statistics, default ``"episode"``; None turns them off, e.g. to stack gymnasium's
+    ``RecordEpisodeStatistics``), and the env's own constructor parameters.
+    """
+    return NativeVectorEnv(env_id, num_envs, **kwargs)

@@ -1,0 +1,518 @@
+// fastbatch._core: the private extension module. The Python package `fastbatch` owns the public
+// names and docs; everything here starts with `_` or is re-exported there.
+//
+// Buffer contract (see docs/architecture.md): arrays returned by `_VectorPool.reset/step` are
+// views of 64-byte-aligned pool-owned slots. A slot is written again only when none of its arrays
+// is referenced outside the pool (refcount 1), so a returned array never changes behind the
+// caller's back, and a steady loop that drops its arrays allocates nothing.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/vector_pool.h"
+#include "envs/builtin.h"
+
+namespace py = pybind11;
+
+namespace fastbatch {
+namespace {
+
+constexpr size_t kAlign = 64;
+
+py::dtype NumpyDType(int32_t dtype) {
+  switch (dtype) {
+    case FB_FLOAT32: return py::dtype::of<float>();
+    case FB_FLOAT64: return py::dtype::of<double>();
+    case FB_INT32: return py::dtype::of<int32_t>();
+    case FB_INT64: return py::dtype::of<int64_t>();
+    case FB_UINT8: return py::dtype::of<uint8_t>();
+    default: throw std::invalid_argument("unsupported dtype code " + std::to_string(dtype));
+  }
+}
+
+std::vector<py::ssize_t> SpaceShape(const fb_space& s) {
+  std::vector<py::ssize_t> shape;
+  for (int32_t d = 0; d < s.ndim; ++d) shape.push_back(static_cast<py::ssize_t>(s.shape[d]));
+  return shape;
+}
+
+int64_t SpaceSize(const fb_space& s) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < s.ndim; ++d) n *= s.shape[d];
+  return n;
+}
+
+py::dict SpaceDict(const fb_space& s) {
+  py::dict d;
+  if (s.is_discrete) {
+    d["kind"] = "discrete";
+    d["n"] = s.n;
+    return d;
+  }
+  d["kind"] = "box";
+  d["dtype"] = NumpyDType(s.dtype);
+  d["shape"] = py::tuple(py::cast(SpaceShape(s)));
+  const int64_t n = SpaceSize(s);
+  d["low"] = py::array_t<double>(n, s.low);
+  d["high"] = py::array_t<double>(n, s.high);
+  return d;
+}
+
+// An env type: its ABI table, plus whatever keeps the implementation loaded.
+struct EnvType {
+  const fb_env_api* api;
+  py::object keep_alive;
+
+  py::dict Spec() const {
+    const fb_spec* s = api->spec();
+    py::dict d;
+    d["id"] = s->id;
+    d["observation"] = SpaceDict(s->observation);
+    d["action"] = SpaceDict(s->action);
+    d["max_episode_steps"] = s->max_episode_steps;
+    d["reward_threshold"] = s->has_reward_threshold ? py::cast(s->reward_threshold) : py::none();
+    py::dict params;
+    for (int32_t i = 0; i < s->num_params; ++i) params[s->params[i].name] = s->params[i].default_value;
+    d["params"] = params;
+    return d;
+  }
+};
+
+// One aligned allocation holding a full set of batch arrays; numpy views keep it alive.
+struct Slot {
+  py::array obs, reward, terminated, truncated;
+
+  bool Free() const {
+    return obs.ref_count() == 1 && reward.ref_count() == 1 && terminated.ref_count() == 1 &&
+           truncated.ref_count() == 1;
+  }
+};
+
+size_t RoundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+Slot MakeSlot(const fb_spec& spec, int64_t num_envs, int64_t obs_row_bytes) {
+  const auto n = static_cast<size_t>(num_envs);
+  const size_t obs_bytes = RoundUp(n * static_cast<size_t>(obs_row_bytes));
+  const size_t reward_bytes = RoundUp(n * sizeof(float));
+  const size_t flag_bytes = RoundUp(n);
+  const size_t total = obs_bytes + reward_bytes + 2 * flag_bytes;
+  void* memory = std::aligned_alloc(kAlign, total == 0 ? kAlign : total);
+  if (memory == nullptr) throw std::bad_alloc();
+  std::memset(memory, 0, total);
+  py::capsule owner(memory, [](void* p) { std::free(p); });
+  auto* base = static_cast<uint8_t*>(memory);
+  std::vector<py::ssize_t> obs_shape{static_cast<py::ssize_t>(num_envs)};
+  for (auto d : SpaceShape(spec.observation)) obs_shape.push_back(d);
+  const auto batch = std::vector<py::ssize_t>{static_cast<py::ssize_t>(num_envs)};
+  Slot slot;
+  slot.obs = py::array(NumpyDType(spec.observation.dtype), obs_shape, base, owner);
+  slot.reward = py::array(py::dtype::of<float>(), batch, base + obs_bytes, owner);
+  slot.terminated = py::array(py::dtype("bool"), batch, base + obs_bytes + reward_bytes, owner);
+  slot.truncated =
+      py::array(py::dtype("bool"), batch, base + obs_bytes + reward_bytes + flag_bytes, owner);
+  return slot;
+}
+
+bool IsAligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kAlign == 0; }
+
+std::string ShapeString(const py::array& a) {
+  std::string s = "(";
+  for (py::ssize_t d = 0; d < a.ndim(); ++d) {
+    s += std::to_string(a.shape(d));
+    if (a.ndim() == 1 || d + 1 < a.ndim()) s += ",";
+    if (d + 1 < a.ndim()) s += " ";
+  }
+  return s + ")";
+}
+
+std::string ShapeString(const std::vector<py::ssize_t>& shape) {
+  std::string s = "(";
+  for (size_t d = 0; d < shape.size(); ++d) {
+    s += std::to_string(shape[d]);
+    if (shape.size() == 1 || d + 1 < shape.size()) s += ",";
+    if (d + 1 < shape.size()) s += " ";
+  }
+  return s + ")";
+}
+
+// Sets a flag for the duration of a call and refuses re-entry from another thread.
+class CallGuard {
+ public:
+  explicit CallGuard(std::atomic<bool>* busy) : busy_(busy) {
+    if (busy_->exchange(true, std::memory_order_acquire)) {
+      throw std::runtime_error(
+          "this fastbatch env is already being used by another thread; an env may be called by "
+          "one thread at a time");
+    }
+  }
+  ~CallGuard() { busy_->store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool>* busy_;
+};
+
+class PyVectorPool {
+ public:
+  PyVectorPool(const EnvType& type, int64_t num_envs, int num_threads, int autoreset_mode,
+               int64_t max_episode_steps, std::vector<double> params)
+      : type_(type) {
+    if (num_envs <= 0) {
+      throw py::value_error("num_envs must be a positive integer, got " + std::to_string(num_envs));
+    }
+    if (num_threads <= 0) {
+      throw py::value_error("num_threads must be a positive integer, got " +
+                            std::to_string(num_threads));
+    }
+    if (autoreset_mode < 0 || autoreset_mode > 2) {
+      throw py::value_error("autoreset_mode must be 0 (next step), 1 (same step) or 2 (disabled)");
+    }
+    const fb_spec* spec = type.api->spec();
+    if (static_cast<int32_t>(params.size()) != spec->num_params) {
+      throw py::value_error("expected " + std::to_string(spec->num_params) + " env params, got " +
+                            std::to_string(params.size()));
+    }
+    PoolConfig config;
+    config.num_envs = num_envs;
+    config.num_threads = num_threads;
+    config.autoreset_mode = static_cast<AutoresetMode>(autoreset_mode);
+    config.max_episode_steps = max_episode_steps;
+    config.params = std::move(params);
+    pool_ = std::make_unique<VectorPool>(type.api, config);
+    const fb_space& act = spec->action;
+    discrete_ = act.is_discrete != 0;
+    action_n_ = act.n;
+    action_shape_ = {static_cast<py::ssize_t>(num_envs)};
+    for (auto d : SpaceShape(act)) action_shape_.push_back(d);
+    if (!discrete_) {
+      action_dtype_ = NumpyDType(act.dtype);
+      const int64_t size = SpaceSize(act);
+      action_low_.assign(act.low, act.low + size);
+      action_high_.assign(act.high, act.high + size);
+    }
+  }
+
+  void Seed(const std::vector<std::optional<uint64_t>>& seeds) {
+    CallGuard guard(&busy_);
+    Check();
+    if (static_cast<int64_t>(seeds.size()) != pool_->num_envs()) {
+      throw py::value_error("expected " + std::to_string(pool_->num_envs()) + " seeds, got " +
+                            std::to_string(seeds.size()));
+    }
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      if (seeds[i].has_value()) pool_->Seed(static_cast<int64_t>(i), *seeds[i]);
+    }
+  }
+
+  py::array Reset(std::optional<py::array> mask) {
+    CallGuard guard(&busy_);
+    Check();
+    const uint8_t* mask_ptr = nullptr;
+    py::array_t<bool> mask_array;
+    if (mask.has_value()) {
+      if (mask->dtype().kind() != 'b') {
+        throw py::type_error("reset_mask must be a numpy array of dtype bool, got dtype " +
+                             py::str(mask->dtype()).cast<std::string>());
+      }
+      if (mask->ndim() != 1 || mask->shape(0) != pool_->num_envs()) {
+        throw py::value_error("reset_mask must have shape (" + std::to_string(pool_->num_envs()) +
+                              ",), got " + ShapeString(*mask));
+      }
+      mask_array = py::array_t<bool, py::array::c_style | py::array::forcecast>::ensure(*mask);
+      mask_ptr = reinterpret_cast<const uint8_t*>(mask_array.data());
+    }
+    Slot& slot = AcquireSlot();
+    const void* prev =
+        last_obs_.is_none() ? nullptr : py::reinterpret_borrow<py::array>(last_obs_).data();
+    void* obs = slot.obs.mutable_data();
+    {
+      py::gil_scoped_release release;
+      pool_->Reset(mask_ptr, obs, prev);
+    }
+    last_obs_ = slot.obs;
+    return slot.obs;
+  }
+
+  py::tuple Step(const py::handle& actions_in) {
+    CallGuard guard(&busy_);
+    Check();
+    py::array actions = ValidateActions(actions_in);
+    Slot& slot = AcquireSlot();
+    BatchOut out;
+    out.obs = slot.obs.mutable_data();
+    out.reward = static_cast<float*>(slot.reward.mutable_data());
+    out.terminated = static_cast<uint8_t*>(slot.terminated.mutable_data());
+    out.truncated = static_cast<uint8_t*>(slot.truncated.mutable_data());
+    const void* act = actions.data();
+    int64_t ended;
+    {
+      py::gil_scoped_release release;
+      ended = pool_->Step(act, out);
+    }
+    last_obs_ = slot.obs;
+    return py::make_tuple(slot.obs, slot.reward, slot.terminated, slot.truncated, ended);
+  }
+
+  // Steps into caller-owned arrays (e.g. slot t of a rollout); returns the number of episodes
+  // that ended. Each array must be C-contiguous, writeable, 64-byte aligned, of the exact dtype
+  // and shape of the pool's own buffers.
+  int64_t StepInto(const py::handle& actions_in, py::array obs, py::array reward,
+                   py::array terminated, py::array truncated) {
+    CallGuard guard(&busy_);
+    Check();
+    py::array actions = ValidateActions(actions_in);
+    const fb_spec& spec = pool_->spec();
+    std::vector<py::ssize_t> obs_shape{static_cast<py::ssize_t>(pool_->num_envs())};
+    for (auto d : SpaceShape(spec.observation)) obs_shape.push_back(d);
+    const std::vector<py::ssize_t> batch{static_cast<py::ssize_t>(pool_->num_envs())};
+    CheckOut("obs", obs, NumpyDType(spec.observation.dtype), obs_shape);
+    CheckOut("reward", reward, py::dtype::of<float>(), batch);
+    CheckOut("terminated", terminated, py::dtype("bool"), batch);
+    CheckOut("truncated", truncated, py::dtype("bool"), batch);
+    BatchOut out;
+    out.obs = obs.mutable_data();
+    out.reward = static_cast<float*>(reward.mutable_data());
+    out.terminated = static_cast<uint8_t*>(terminated.mutable_data());
+    out.truncated = static_cast<uint8_t*>(truncated.mutable_data());
+    const void* act = actions.data();
+    int64_t ended;
+    {
+      py::gil_scoped_release release;
+      ended = pool_->Step(act, out);
+    }
+    last_obs_ = obs;
+    return ended;
+  }
+
+  // (done mask, return, length, time) of the last step, as fresh arrays.
+  py::tuple EpisodeStats() {
+    Check();
+    const auto n = static_cast<py::ssize_t>(pool_->num_envs());
+    py::array_t<bool> done(n);
+    std::memcpy(done.mutable_data(), pool_->done(), static_cast<size_t>(n));
+    return py::make_tuple(done, py::array_t<double>(n, pool_->episode_return()),
+                          py::array_t<int64_t>(n, pool_->episode_length()),
+                          py::array_t<double>(n, pool_->episode_time()));
+  }
+
+  // SAME_STEP: final observations of the last step, as a fresh [N, *obs_shape] array.
+  py::array FinalObs() {
+    Check();
+    const fb_spec& spec = pool_->spec();
+    if (pool_->autoreset_mode() != AutoresetMode::kSameStep) {
+      throw py::value_error("final observations are kept only in SAME_STEP autoreset mode");
+    }
+    std::vector<py::ssize_t> shape{static_cast<py::ssize_t>(pool_->num_envs())};
+    for (auto d : SpaceShape(spec.observation)) shape.push_back(d);
+    py::array out(NumpyDType(spec.observation.dtype), shape);
+    std::memcpy(out.mutable_data(), pool_->final_obs(),
+                static_cast<size_t>(pool_->num_envs() * pool_->obs_row_bytes()));
+    return out;
+  }
+
+  py::array_t<double> GetState(int64_t env) {
+    CallGuard guard(&busy_);
+    Check();
+    if (env < 0 || env >= pool_->num_envs()) throw py::index_error("env index out of range");
+    double buffer[256];
+    const int64_t n = pool_->GetState(env, buffer, 256);
+    if (n == 0) throw py::value_error("this env type does not expose its state");
+    return py::array_t<double>(std::min<int64_t>(n, 256), buffer);
+  }
+
+  void Close() {
+    CallGuard guard(&busy_);
+    slots_.clear();
+    last_obs_ = py::none();
+    pool_.reset();
+  }
+
+  bool closed() const { return pool_ == nullptr; }
+  int num_threads() const { return pool_ ? pool_->num_threads() : 0; }
+  std::vector<int64_t> range_bounds() const {
+    return pool_ ? pool_->range_bounds() : std::vector<int64_t>{};
+  }
+
+ private:
+  void Check() const {
+    if (!pool_) throw std::runtime_error("this fastbatch env is closed");
+  }
+
+  Slot& AcquireSlot() {
+    for (auto& s : slots_) {
+      if (s.Free()) return s;
+    }
+    // Every slot is still referenced by the caller. Keep a few for reuse; slots dropped from
+    // the list stay alive for as long as the caller holds their arrays.
+    constexpr size_t kMaxSlots = 4;
+    if (slots_.size() >= kMaxSlots) slots_.erase(slots_.begin());
+    slots_.push_back(MakeSlot(pool_->spec(), pool_->num_envs(), pool_->obs_row_bytes()));
+    return slots_.back();
+  }
+
+  static void CheckOut(const char* name, const py::array& a, const py::dtype& dtype,
+                       const std::vector<py::ssize_t>& shape) {
+    if (!a.dtype().is(dtype) && !a.dtype().equal(dtype)) {
+      throw py::type_error(std::string(name) + " must have dtype " + py::str(dtype).cast<std::string>() +
+                           ", got " + py::str(a.dtype()).cast<std::string>());
+    }
+    bool same = a.ndim() == static_cast<py::ssize_t>(shape.size());
+    for (size_t d = 0; same && d < shape.size(); ++d) same = a.shape(static_cast<py::ssize_t>(d)) == shape[d];
+    if (!same) {
+      throw py::value_error(std::string(name) + " must have shape " + ShapeString(shape) + ", got " +
+                            ShapeString(a));
+    }
+    if (!(a.flags() & py::array::c_style) || !a.writeable()) {
+      throw py::value_error(std::string(name) + " must be a writeable C-contiguous array");
+    }
+    if (!IsAligned(a.data())) {
+      throw py::value_error(std::string(name) +
+                            " must be 64-byte aligned (use fastbatch.aligned_empty to allocate it)");
+    }
+  }
+
+  py::array ValidateActions(const py::handle& in) {
+    py::array a = py::isinstance<py::array>(in) ? py::reinterpret_borrow<py::array>(in)
+                                                : py::array::ensure(in);
+    if (!a) {
+      PyErr_Clear();
+      throw py::type_error("actions must be a numpy array (or convertible to one)");
+    }
+    const char kind = a.dtype().kind();
+    bool same = a.ndim() == static_cast<py::ssize_t>(action_shape_.size());
+    for (size_t d = 0; same && d < action_shape_.size(); ++d) {
+      same = a.shape(static_cast<py::ssize_t>(d)) == action_shape_[d];
+    }
+    if (discrete_) {
+      if (kind != 'i' && kind != 'u') {
+        throw py::type_error("actions for a Discrete(" + std::to_string(action_n_) +
+                             ") space must be integers, got dtype " +
+                             py::str(a.dtype()).cast<std::string>());
+      }
+      if (!same) {
+        throw py::value_error("actions must have shape " + ShapeString(action_shape_) + ", got " +
+                              ShapeString(a));
+      }
+      auto ints = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+      const int64_t* p = ints.data();
+      for (py::ssize_t i = 0; i < ints.size(); ++i) {
+        if (p[i] < 0 || p[i] >= action_n_) {
+          throw py::value_error("action " + std::to_string(p[i]) + " for env " + std::to_string(i) +
+                                " is outside Discrete(" + std::to_string(action_n_) + ")");
+        }
+      }
+      return ints;
+    }
+    if (kind != 'f' && kind != 'i' && kind != 'u') {
+      throw py::type_error("actions for a Box space must be real numbers, got dtype " +
+                           py::str(a.dtype()).cast<std::string>());
+    }
+    if (!same) {
+      throw py::value_error("actions must have shape " + ShapeString(action_shape_) + ", got " +
+                            ShapeString(a));
+    }
+    py::array converted = a;
+    if (!a.dtype().equal(action_dtype_) || !(a.flags() & py::array::c_style)) {
+      converted = py::reinterpret_steal<py::array>(PyArray_FromAny_(a, action_dtype_));
+    }
+    CheckFinite(converted);
+    return converted;
+  }
+
+  static PyObject* PyArray_FromAny_(const py::array& a, const py::dtype& dtype) {
+    auto& api = py::detail::npy_api::get();
+    PyObject* out = api.PyArray_FromAny_(a.ptr(), dtype.inc_ref().ptr(), 0, 0,
+                                         py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ |
+                                             py::detail::npy_api::NPY_ARRAY_FORCECAST_,
+                                         nullptr);
+    if (out == nullptr) throw py::error_already_set();
+    return out;
+  }
+
+  static void CheckFinite(const py::array& a) {
+    const auto n = a.size();
+    const py::ssize_t row = n / std::max<py::ssize_t>(a.shape(0), 1);
+    auto check = [&](auto* p) {
+      for (py::ssize_t i = 0; i < n; ++i) {
+        if (std::isnan(p[i])) {
+          throw py::value_error("action for env " + std::to_string(i / std::max<py::ssize_t>(row, 1)) +
+                                " is NaN; continuous actions must be numbers (values outside the "
+                                "bounds are clipped as in gymnasium, NaN is refused)");
+        }
+      }
+    };
+    if (a.dtype().equal(py::dtype::of<float>())) check(static_cast<const float*>(a.data()));
+    else if (a.dtype().equal(py::dtype::of<double>())) check(static_cast<const double*>(a.data()));
+  }
+
+  EnvType type_;
+  std::unique_ptr<VectorPool> pool_;
+  std::vector<Slot> slots_;
+  py::object last_obs_ = py::none();  // the obs array last handed out (partial resets copy it)
+  std::atomic<bool> busy_{false};
+  bool discrete_ = false;
+  int64_t action_n_ = 0;
+  std::vector<py::ssize_t> action_shape_;
+  py::dtype action_dtype_ = py::dtype::of<float>();
+  std::vector<double> action_low_, action_high_;
+};
+
+}  // namespace
+}  // namespace fastbatch
+
+PYBIND11_MODULE(_core, m) {
+  using namespace fastbatch;
+  m.doc() = "fastbatch private extension: the C++ engine. Use the `fastbatch` package instead.";
+  m.attr("ABI_VERSION") = FASTBATCH_ABI_VERSION;
+
+  static py::exception<EnvError> env_error(m, "EnvError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const EnvError& e) {
+      const std::string where = e.env_index() >= 0 ? "env " + std::to_string(e.env_index()) + ": " : "";
+      py::object type = py::reinterpret_borrow<py::object>(env_error);
+      py::object instance = type(py::str(where + e.what()));
+      instance.attr("env_index") = e.env_index() >= 0 ? py::cast(e.env_index()) : py::none();
+      PyErr_SetObject(env_error.ptr(), instance.ptr());
+    }
+  });
+
+  py::class_<EnvType>(m, "_EnvType")
+      .def_property_readonly("spec", &EnvType::Spec)
+      .def_property_readonly("id", [](const EnvType& t) { return std::string(t.api->spec()->id); })
+      .def_property_readonly("has_state", [](const EnvType& t) { return t.api->get_state != nullptr; });
+
+  m.def("_builtin_env_types", []() {
+    py::dict out;
+    for (const fb_env_api* api : envs::BuiltinEnvs()) {
+      out[py::str(api->spec()->id)] = EnvType{api, py::none()};
+    }
+    return out;
+  });
+
+  py::class_<PyVectorPool>(m, "_VectorPool")
+      .def(py::init<const EnvType&, int64_t, int, int, int64_t, std::vector<double>>(),
+           py::arg("env_type"), py::arg("num_envs"), py::arg("num_threads"),
+           py::arg("autoreset_mode"), py::arg("max_episode_steps"), py::arg("params"))
+      .def("seed", &PyVectorPool::Seed, py::arg("seeds"))
+      .def("reset", &PyVectorPool::Reset, py::arg("mask") = py::none())
+      .def("step", &PyVectorPool::Step, py::arg("actions"))
+      .def("step_into", &PyVectorPool::StepInto, py::arg("actions"), py::arg("obs"),
+           py::arg("reward"), py::arg("terminated"), py::arg("truncated"))
+      .def("episode_stats", &PyVectorPool::EpisodeStats)
+      .def("final_obs", &PyVectorPool::FinalObs)
+      .def("get_state", &PyVectorPool::GetState, py::arg("env"))
+      .def("close", &PyVectorPool::Close)
+      .def_property_readonly("closed", &PyVectorPool::closed)
+      .def_property_readonly("num_threads", &PyVectorPool::num_threads)
+      .def_property_readonly("range_bounds", &PyVectorPool::range_bounds);
+}

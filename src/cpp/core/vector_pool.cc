@@ -1,0 +1,252 @@
+#include "vector_pool.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "fastbatch/env.h"
+
+namespace fastbatch {
+namespace {
+
+int64_t DTypeSize(int32_t dtype) {
+  switch (dtype) {
+    case FB_FLOAT32: return 4;
+    case FB_FLOAT64: return 8;
+    case FB_INT32: return 4;
+    case FB_INT64: return 8;
+    case FB_UINT8: return 1;
+    default: return 0;
+  }
+}
+
+// Splits n envs into `threads` contiguous ranges whose borders fall on multiples of the largest
+// granule (64, 16, 4 or 1 envs) that still gives every thread work, so that threads write
+// disjoint cache lines of the flag and reward arrays whenever the batch is large enough.
+std::vector<int64_t> SplitRanges(int64_t n, int threads) {
+  int64_t granule = 1;
+  for (int64_t g : {64, 16, 4}) {
+    if (n / g >= threads) {
+      granule = g;
+      break;
+    }
+  }
+  const int64_t units = (n + granule - 1) / granule;
+  std::vector<int64_t> bounds(static_cast<size_t>(threads) + 1, 0);
+  for (int r = 1; r <= threads; ++r) {
+    bounds[static_cast<size_t>(r)] = std::min(n, units * r / threads * granule);
+  }
+  bounds.back() = n;
+  return bounds;
+}
+
+}  // namespace
+
+VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
+    : api_(api),
+      spec_(api->spec()),
+      num_envs_(config.num_envs),
+      mode_(config.autoreset_mode),
+      max_episode_steps_(config.max_episode_steps) {
+  if (num_envs_ <= 0) throw std::invalid_argument("num_envs must be positive");
+  obs_row_bytes_ = DTypeSize(spec_->observation.dtype);
+  for (int32_t d = 0; d < spec_->observation.ndim; ++d) obs_row_bytes_ *= spec_->observation.shape[d];
+  const int threads = static_cast<int>(std::clamp<int64_t>(config.num_threads, 1, num_envs_));
+  bounds_ = SplitRanges(num_envs_, threads);
+
+  const auto n = static_cast<size_t>(num_envs_);
+  rngs_.resize(n);
+  needs_reset_.assign(n, 0);
+  elapsed_.assign(n, 0);
+  ep_return_.assign(n, 0.0);
+  ep_start_.assign(n, Now());
+  done_.assign(n, 0);
+  ep_return_out_.assign(n, 0.0);
+  ep_length_out_.assign(n, 0);
+  ep_time_out_.assign(n, 0.0);
+  if (mode_ == AutoresetMode::kSameStep) final_obs_.assign(n * static_cast<size_t>(obs_row_bytes_), 0);
+  errors_.resize(static_cast<size_t>(threads));
+  failed_.assign(static_cast<size_t>(threads), 0);
+  ended_.assign(static_cast<size_t>(threads), 0);
+  for (int64_t i = 0; i < num_envs_; ++i) SeedRandom(i);
+
+  fb_error error{};
+  block_ = api_->create(num_envs_, config.params.data(), &error);
+  if (block_ == nullptr) {
+    throw EnvError(-1, std::string("creating envs failed: ") + error.message);
+  }
+  workers_ = std::make_unique<WorkerPool>(threads - 1);
+}
+
+VectorPool::~VectorPool() {
+  workers_.reset();  // join threads before the envs go away
+  if (block_ != nullptr) api_->destroy(block_);
+}
+
+double VectorPool::Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void VectorPool::Seed(int64_t env, uint64_t seed) {
+  Rng::Seed(&rngs_[static_cast<size_t>(env)], seed, 0);
+}
+
+void VectorPool::SeedRandom(int64_t env) {
+  static thread_local std::random_device device;
+  const uint64_t seed = (static_cast<uint64_t>(device()) << 32) ^ device();
+  Seed(env, seed);
+}
+
+void VectorPool::StartEpisode(int64_t i, double now) {
+  const auto k = static_cast<size_t>(i);
+  needs_reset_[k] = 0;
+  elapsed_[k] = 0;
+  ep_return_[k] = 0.0;
+  ep_start_[k] = now;
+}
+
+void VectorPool::ThrowFirstError() {
+  for (size_t r = 0; r < failed_.size(); ++r) {
+    if (failed_[r]) {
+      broken_ = true;
+      throw EnvError(errors_[r].env_index, errors_[r].message);
+    }
+  }
+}
+
+void VectorPool::Reset(const uint8_t* mask, void* obs, const void* prev_obs) {
+  call_mask_ = mask;
+  call_out_ = BatchOut{};
+  call_out_.obs = obs;
+  call_prev_obs_ = prev_obs;
+  std::fill(failed_.begin(), failed_.end(), 0);
+  workers_->Run(&VectorPool::ResetTask, this);
+  ThrowFirstError();
+  broken_ = false;
+}
+
+void VectorPool::ResetTask(void* self, int range) { static_cast<VectorPool*>(self)->ResetRange(range); }
+
+void VectorPool::ResetRange(int range) {
+  const int64_t begin = bounds_[static_cast<size_t>(range)];
+  const int64_t end = bounds_[static_cast<size_t>(range) + 1];
+  if (begin == end) return;
+  fb_batch batch{};
+  batch.obs = call_out_.obs;
+  batch.reset_mask = call_mask_;
+  batch.rngs = rngs_.data();
+  if (api_->reset(block_, begin, end, &batch, &errors_[static_cast<size_t>(range)]) != 0) {
+    failed_[static_cast<size_t>(range)] = 1;
+    return;
+  }
+  const double now = Now();
+  auto* obs = static_cast<uint8_t*>(call_out_.obs);
+  const auto* prev = static_cast<const uint8_t*>(call_prev_obs_);
+  for (int64_t i = begin; i < end; ++i) {
+    if (call_mask_ == nullptr || call_mask_[i] != 0) {
+      StartEpisode(i, now);
+    } else if (prev != nullptr && prev != obs) {
+      std::memcpy(obs + i * obs_row_bytes_, prev + i * obs_row_bytes_,
+                  static_cast<size_t>(obs_row_bytes_));
+    }
+  }
+}
+
+int64_t VectorPool::Step(const void* actions, const BatchOut& out) {
+  if (broken_) {
+    throw std::logic_error("a previous step raised an env error; call reset() before stepping again");
+  }
+  if (mode_ == AutoresetMode::kDisabled) {
+    const auto it = std::find(needs_reset_.begin(), needs_reset_.end(), 1);
+    if (it != needs_reset_.end()) {
+      throw std::invalid_argument(
+          "env " + std::to_string(it - needs_reset_.begin()) +
+          " has ended its episode and autoreset is disabled: reset it first with "
+          "reset(options={'reset_mask': mask})");
+    }
+  }
+  call_actions_ = actions;
+  call_out_ = out;
+  std::fill(failed_.begin(), failed_.end(), 0);
+  workers_->Run(&VectorPool::StepTask, this);
+  ThrowFirstError();
+  int64_t ended = 0;
+  for (int64_t e : ended_) ended += e;
+  return ended;
+}
+
+void VectorPool::StepTask(void* self, int range) { static_cast<VectorPool*>(self)->StepRange(range); }
+
+void VectorPool::StepRange(int range) {
+  const auto r = static_cast<size_t>(range);
+  ended_[r] = 0;
+  const int64_t begin = bounds_[r];
+  const int64_t end = bounds_[r + 1];
+  if (begin == end) return;
+  fb_batch batch{};
+  batch.obs = call_out_.obs;
+  batch.reward = call_out_.reward;
+  batch.terminated = call_out_.terminated;
+  batch.actions = call_actions_;
+  batch.reset_mask = mode_ == AutoresetMode::kNextStep ? needs_reset_.data() : nullptr;
+  batch.rngs = rngs_.data();
+  if (api_->step(block_, begin, end, &batch, &errors_[r]) != 0) {
+    failed_[r] = 1;
+    return;
+  }
+  const float* reward = call_out_.reward;
+  const uint8_t* terminated = call_out_.terminated;
+  uint8_t* truncated = call_out_.truncated;
+  const auto* obs = static_cast<const uint8_t*>(call_out_.obs);
+  int64_t ended = 0;
+  double now = 0.0;
+  for (int64_t i = begin; i < end; ++i) {
+    const auto k = static_cast<size_t>(i);
+    ep_return_out_[k] = 0.0;
+    ep_length_out_[k] = 0;
+    ep_time_out_[k] = 0.0;
+    if (batch.reset_mask != nullptr && needs_reset_[k]) {  // NEXT_STEP autoreset happened
+      if (now == 0.0) now = Now();
+      StartEpisode(i, now);
+      truncated[i] = 0;
+      done_[k] = 0;
+      continue;
+    }
+    ++elapsed_[k];
+    ep_return_[k] += static_cast<double>(reward[i]);
+    const bool trunc = max_episode_steps_ > 0 && elapsed_[k] >= max_episode_steps_;
+    truncated[i] = trunc ? 1 : 0;
+    const bool done = terminated[i] != 0 || trunc;
+    done_[k] = done ? 1 : 0;
+    if (!done) continue;
+    ++ended;
+    if (now == 0.0) now = Now();
+    ep_return_out_[k] = ep_return_[k];
+    ep_length_out_[k] = elapsed_[k];
+    ep_time_out_[k] = now - ep_start_[k];
+    if (mode_ == AutoresetMode::kSameStep) {
+      std::memcpy(final_obs_.data() + i * obs_row_bytes_, obs + i * obs_row_bytes_,
+                  static_cast<size_t>(obs_row_bytes_));
+    } else {
+      needs_reset_[k] = 1;
+    }
+  }
+  ended_[r] = ended;
+  if (mode_ == AutoresetMode::kSameStep && ended > 0) {
+    batch.reset_mask = done_.data();
+    if (api_->reset(block_, begin, end, &batch, &errors_[r]) != 0) {
+      failed_[r] = 1;
+      return;
+    }
+    for (int64_t i = begin; i < end; ++i) {
+      if (done_[static_cast<size_t>(i)]) StartEpisode(i, now);
+    }
+  }
+}
+
+int64_t VectorPool::GetState(int64_t env, double* out, int64_t capacity) const {
+  if (api_->get_state == nullptr) return 0;
+  return api_->get_state(block_, env, out, capacity);
+}
+
+}  // namespace fastbatch

@@ -1,0 +1,20 @@
+#include "builtin.h"
+
+#include "acrobot.h"
+#include "cartpole.h"
+#include "fastbatch/env.h"
+#include "mountain_car.h"
+#include "pendulum.h"
+#include "test_envs.h"
+
+namespace fastbatch::envs {
+
+const std::vector<const fb_env_api*>& BuiltinEnvs() {
+  static const std::vector<const fb_env_api*> envs = {
+      EnvApi<CartPole>(),      EnvApi<Pendulum>(),    EnvApi<MountainCar>(),
+      EnvApi<MountainCarContinuous>(), EnvApi<Acrobot>(), EnvApi<TestCounter>(),
+  };
+  return envs;
+}
+
+}  // namespace fastbatch::envs
