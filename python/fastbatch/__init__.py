@@ -38,7 +38,8 @@ ALIGNMENT = 64
 
 def get_include() -> str:
     """The directory holding the public C++ headers (``fastbatch/env.h``, ``fastbatch/abi.h``)."""
-    return str(Path(__file__).parent / "include")
+    # Installed beside the extension (also in editable installs, where this file is the source).
+    return str(Path(_core.__file__).parent / "include")
 
 
 def aligned_empty(shape: int | tuple[int, ...], dtype: np.typing.DTypeLike = np.float32) -> np.ndarray:

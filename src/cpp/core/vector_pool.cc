@@ -115,6 +115,11 @@ void VectorPool::ThrowFirstError() {
 }
 
 void VectorPool::Reset(const uint8_t* mask, void* obs, const void* prev_obs) {
+  if (broken_ && mask != nullptr) {
+    throw std::logic_error(
+        "a previous step raised an env error, so envs outside the mask may be out of step with "
+        "the observations you hold; call reset() without a mask first");
+  }
   call_mask_ = mask;
   call_out_ = BatchOut{};
   call_out_.obs = obs;

@@ -131,7 +131,7 @@ class VectorPool {
   BatchOut call_out_;
   const uint8_t* call_mask_ = nullptr;
   const void* call_prev_obs_ = nullptr;
-  bool broken_ = false;  // a Step failed; Reset() clears it
+  bool broken_ = false;  // a Step or Reset failed; a full Reset() clears it
 };
 
 }  // namespace fastbatch

@@ -9,9 +9,10 @@
 
 namespace fastbatch::envs {
 
-// Counts steps; obs = [steps since reset, last action]. Throws from Step when the step count
-// reaches `throw_at_step` (if positive), and from Reset on reset number `throw_at_reset`.
-// Terminates after `terminate_at_step` steps (if positive).
+// A deterministic counter: obs = [steps since reset, last action] ([0, 0] after reset), reward
+// = action, terminates when the action is 3 or after `terminate_at_step` steps (if positive).
+// Throws from Step when the step count reaches `throw_at_step` (if positive), and from Reset on
+// reset number `throw_at_reset` (if positive). Consumes one random number per reset.
 class TestCounter {
  public:
   using ObsType = float;
@@ -38,9 +39,16 @@ class TestCounter {
       throw std::runtime_error("test env: reset number " + std::to_string(resets_) + " failed");
     }
     steps_ = 0;
-    noise_ = static_cast<float>(rng.Uniform());
+    last_draw_ = rng.Uniform();
     obs[0] = 0.0f;
-    obs[1] = noise_;
+    obs[1] = 0.0f;
+  }
+
+  // (steps since reset, the last reset's random draw): shows the per-env RNG stream.
+  static constexpr int64_t kStateSize = 2;
+  void GetState(double* out) const {
+    out[0] = static_cast<double>(steps_);
+    out[1] = last_draw_;
   }
 
   StepResult Step(int64_t action, float* obs) {
@@ -50,14 +58,14 @@ class TestCounter {
     }
     obs[0] = static_cast<float>(steps_);
     obs[1] = static_cast<float>(action);
-    const bool terminated = terminate_at_step_ > 0 && steps_ >= terminate_at_step_;
+    const bool terminated = action == 3 || (terminate_at_step_ > 0 && steps_ >= terminate_at_step_);
     return {static_cast<double>(action), terminated};
   }
 
  private:
   int64_t throw_at_step_, throw_at_reset_, terminate_at_step_;
   int64_t steps_ = 0, resets_ = 0;
-  float noise_ = 0.0f;
+  double last_draw_ = 0.0;
 };
 
 }  // namespace fastbatch::envs
