@@ -10,6 +10,7 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +21,7 @@
 
 #include "core/vector_pool.h"
 #include "envs/builtin.h"
+#include "fastbatch/env.h"
 
 namespace py = pybind11;
 
@@ -465,6 +467,48 @@ class PyVectorPool {
   std::vector<double> action_low_, action_high_;
 };
 
+// The "no Python" reference for bench/throughput.py: `steps` batch steps of a single-threaded
+// VectorPool driven by a C++ loop (same env code, same bookkeeping, no Python per step).
+// Actions cycle through a pre-drawn table. Returns the elapsed seconds.
+double NativeLoopSeconds(const EnvType& type, int64_t num_envs, int64_t steps, uint64_t seed) {
+  const fb_spec* spec = type.api->spec();
+  PoolConfig config;
+  config.num_envs = num_envs;
+  config.num_threads = 1;
+  config.max_episode_steps = spec->max_episode_steps;
+  for (int32_t i = 0; i < spec->num_params; ++i) config.params.push_back(spec->params[i].default_value);
+  VectorPool pool(type.api, config);
+  for (int64_t i = 0; i < num_envs; ++i) pool.Seed(i, seed + static_cast<uint64_t>(i));
+  const int64_t act_size = spec->action.is_discrete ? 1 : SpaceSize(spec->action);
+  constexpr int64_t kTables = 64;
+  std::vector<int64_t> discrete(static_cast<size_t>(kTables * num_envs * act_size));
+  std::vector<float> box(discrete.size());
+  fb_rng state;
+  Rng::Seed(&state, seed, 1);
+  Rng rng(&state);
+  for (size_t k = 0; k < discrete.size(); ++k) {
+    const size_t e = k % static_cast<size_t>(act_size);
+    discrete[k] = spec->action.is_discrete ? static_cast<int64_t>(rng.NextU64() % static_cast<uint64_t>(spec->action.n)) : 0;
+    box[k] = spec->action.is_discrete ? 0.0f : static_cast<float>(rng.Uniform(spec->action.low[e], spec->action.high[e]));
+  }
+  Slot slot = MakeSlot(*spec, num_envs, pool.obs_row_bytes());
+  BatchOut out;
+  out.obs = slot.obs.mutable_data();
+  out.reward = static_cast<float*>(slot.reward.mutable_data());
+  out.terminated = static_cast<uint8_t*>(slot.terminated.mutable_data());
+  out.truncated = static_cast<uint8_t*>(slot.truncated.mutable_data());
+  py::gil_scoped_release release;
+  pool.Reset(nullptr, out.obs, nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t t = 0; t < steps; ++t) {
+    const size_t offset = static_cast<size_t>((t % kTables) * num_envs * act_size);
+    const void* actions = spec->action.is_discrete ? static_cast<const void*>(discrete.data() + offset)
+                                                   : static_cast<const void*>(box.data() + offset);
+    pool.Step(actions, out);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 }  // namespace
 }  // namespace fastbatch
 
@@ -498,6 +542,9 @@ PYBIND11_MODULE(_core, m) {
     }
     return out;
   });
+
+  m.def("_native_loop_seconds", &NativeLoopSeconds, py::arg("env_type"), py::arg("num_envs"),
+        py::arg("steps"), py::arg("seed") = 0);
 
   py::class_<PyVectorPool>(m, "_VectorPool")
       .def(py::init<const EnvType&, int64_t, int, int, int64_t, std::vector<double>>(),
