@@ -14,13 +14,14 @@ from pathlib import Path
 import numpy as np
 
 from fastbatch import _core
-from fastbatch.errors import ClosedEnvError, EnvError, UnknownEnvError
+from fastbatch.errors import AsyncStateError, ClosedEnvError, EnvError, UnknownEnvError
 from fastbatch.registry import NativeEnvSpec, _register_builtins, list_envs, spec
 from fastbatch.vector import NativeVectorEnv, make
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncStateError",
     "ClosedEnvError",
     "EnvError",
     "NativeEnvSpec",

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from fastbatch._core import EnvError
+from fastbatch._core import AsyncStateError, EnvError
 
-__all__ = ["EnvError", "UnknownEnvError", "ClosedEnvError"]
+__all__ = ["AsyncStateError", "ClosedEnvError", "EnvError", "UnknownEnvError"]
 
 EnvError.__doc__ = (
     "An environment raised an error while resetting or stepping. `env_index` names the env "
     "(None when no single env is to blame); the message is the env's own. The vector env stays "
     "usable after `reset()`."
+)
+
+AsyncStateError.__doc__ = (
+    "`send()`/`recv()` were used out of order: `recv()` without a pending `send()`, an env sent "
+    "again before it was received, or fewer envs in flight than `batch_size`."
 )
 
 

@@ -12,7 +12,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from fastbatch import _core
-from fastbatch.errors import ClosedEnvError
+from fastbatch.errors import AsyncStateError, ClosedEnvError
 from fastbatch.registry import REGISTRY, NativeEnvSpec
 
 __all__ = ["NativeVectorEnv", "make"]
@@ -110,10 +110,14 @@ class NativeVectorEnv(gymnasium.vector.VectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         max_episode_steps: int | None = None,
         stats_key: str | None = "episode",
+        batch_size: int | None = None,
         **kwargs: Any,
     ) -> None:
         env_type, spec = REGISTRY.resolve(env_id)
         self.num_envs = _positive_int("num_envs", num_envs)
+        batch_size = self.num_envs if batch_size is None else _positive_int("batch_size", batch_size)
+        if batch_size > self.num_envs:
+            raise ValueError(f"batch_size must be at most num_envs={self.num_envs}, got {batch_size}")
         if num_threads is None:
             num_threads = min(_available_cores(), self.num_envs)
         num_threads = _positive_int("num_threads", num_threads)
@@ -129,8 +133,13 @@ class NativeVectorEnv(gymnasium.vector.VectorEnv):
         self._spec = spec
         self._stats_key = stats_key
         self._pool = _core._VectorPool(
-            env_type, self.num_envs, num_threads, _MODE_CODES[mode], int(max_episode_steps), params
+            env_type, self.num_envs, num_threads, _MODE_CODES[mode], int(max_episode_steps), params,
+            batch_size,
         )
+        self.batch_size = batch_size
+        self._all_ids = np.arange(self.num_envs, dtype=np.int64)
+        self._idle_ids = self._all_ids  # async: the envs the next step() sends
+        self._pending_actions: Any = None  # sync send(): actions waiting for recv()
         self.single_observation_space = spec.observation_space
         self.single_action_space = spec.action_space
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -182,6 +191,9 @@ class NativeVectorEnv(gymnasium.vector.VectorEnv):
             self._pool.seed(seeds)
         obs = self._pool.reset(mask)
         self._reset_called = True
+        self._pending_actions = None
+        if mask is None:  # a full reset also drops every step in flight (async mode)
+            self._idle_ids = self._all_ids
         return obs, {}
 
     def step(
@@ -194,8 +206,61 @@ class NativeVectorEnv(gymnasium.vector.VectorEnv):
         in SAME_STEP mode ``final_obs``/``final_info`` as gymnasium's ``SyncVectorEnv`` gives them.
         """
         self._check_stepable()
+        if self.is_async:
+            self.send(actions)
+            return self.recv()
+        if self._pending_actions is not None:
+            raise AsyncStateError("step() while a send() is pending; recv() it first")
         obs, reward, terminated, truncated, ended = self._pool.step(actions)
         info: dict[str, Any] = {} if ended == 0 else self._episode_info()
+        return obs, reward, terminated, truncated, info
+
+    # ------------------------------------------------------------------ async (EnvPool style)
+    @property
+    def is_async(self) -> bool:
+        """True when ``batch_size < num_envs``: `recv` returns the first envs to finish."""
+        return self.batch_size < self.num_envs
+
+    def send(self, actions: Any, env_ids: Any = None) -> None:
+        """Starts one step of the envs ``env_ids`` (default: those the last `recv` returned, or
+        every env after `reset`) with ``actions`` of shape ``(len(env_ids), *action_shape)``.
+
+        In sync mode (``batch_size == num_envs``) ``send`` + ``recv`` is ``step``.
+        """
+        self._check_stepable()
+        if not self.is_async:
+            if env_ids is not None and not np.array_equal(np.asarray(env_ids), self._all_ids):
+                raise ValueError("in sync mode (batch_size == num_envs) send() steps every env")
+            if self._pending_actions is not None:
+                raise AsyncStateError("send() twice without recv()")
+            self._pending_actions = actions
+            return
+        ids = self._idle_ids if env_ids is None else env_ids
+        if env_ids is None and len(ids) == 0:
+            raise AsyncStateError(
+                "no env is waiting for actions: the envs of the last recv() were already sent; "
+                "recv() first (or pass env_ids)"
+            )
+        self._pool.send(actions, ids)
+        if env_ids is None:
+            self._idle_ids = self._idle_ids[:0]
+
+    def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Waits for ``batch_size`` sent envs to finish and returns their step results in
+        completion order; ``info["env_id"]`` gives the env of each row."""
+        self._check_stepable()
+        if not self.is_async:
+            if self._pending_actions is None:
+                raise AsyncStateError("recv() without a pending send()")
+            actions, self._pending_actions = self._pending_actions, None
+            obs, reward, terminated, truncated, ended = self._pool.step(actions)
+            info = {} if ended == 0 else self._episode_info()
+            info["env_id"] = self._all_ids
+            return obs, reward, terminated, truncated, info
+        obs, reward, terminated, truncated, ids, ended = self._pool.recv()
+        self._idle_ids = ids
+        info = {} if ended == 0 else self._episode_info()
+        info["env_id"] = ids
         return obs, reward, terminated, truncated, info
 
     def close_extras(self, **kwargs: Any) -> None:
@@ -243,12 +308,13 @@ class NativeVectorEnv(gymnasium.vector.VectorEnv):
     def _episode_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {}
         done, ret, length, elapsed = self._pool.episode_stats()
+        rows = len(done)
         if self._stats_key is not None:
             info[self._stats_key] = {"r": ret, "l": length, "t": elapsed}
             info["_" + self._stats_key] = done
         if self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP:
             final = self._pool.final_obs()
-            final_obs = np.full(self.num_envs, None, dtype=object)
+            final_obs = np.full(rows, None, dtype=object)
             for i in np.flatnonzero(done):
                 final_obs[i] = final[i]
             info["final_obs"] = final_obs
@@ -269,6 +335,8 @@ def make(env_id: str, num_envs: int = 1, **kwargs: Any) -> NativeVectorEnv:
     ``AutoresetMode`` or its string value; default ``NEXT_STEP``), ``max_episode_steps``
     (default: the env's own; 0 disables the time limit), ``stats_key`` (info key of the episode
     statistics, default ``"episode"``; None turns them off, e.g. to stack gymnasium's
-    ``RecordEpisodeStatistics``), and the env's own constructor parameters.
+    ``RecordEpisodeStatistics``), ``batch_size`` (async mode when below ``num_envs``: see
+    :meth:`NativeVectorEnv.send`/:meth:`NativeVectorEnv.recv`), and the env's own constructor
+    parameters.
     """
     return NativeVectorEnv(env_id, num_envs, **kwargs)

@@ -165,7 +165,7 @@ class CallGuard {
 class PyVectorPool {
  public:
   PyVectorPool(const EnvType& type, int64_t num_envs, int num_threads, int autoreset_mode,
-               int64_t max_episode_steps, std::vector<double> params)
+               int64_t max_episode_steps, std::vector<double> params, int64_t batch_size)
       : type_(type) {
     if (num_envs <= 0) {
       throw py::value_error("num_envs must be a positive integer, got " + std::to_string(num_envs));
@@ -188,12 +188,16 @@ class PyVectorPool {
     config.autoreset_mode = static_cast<AutoresetMode>(autoreset_mode);
     config.max_episode_steps = max_episode_steps;
     config.params = std::move(params);
+    if (batch_size < 0 || batch_size > num_envs) {
+      throw py::value_error("batch_size must be between 1 and num_envs=" + std::to_string(num_envs) +
+                            ", got " + std::to_string(batch_size));
+    }
+    config.batch_size = batch_size;
     pool_ = std::make_unique<VectorPool>(type.api, config);
     const fb_space& act = spec->action;
     discrete_ = act.is_discrete != 0;
     action_n_ = act.n;
-    action_shape_ = {static_cast<py::ssize_t>(num_envs)};
-    for (auto d : SpaceShape(act)) action_shape_.push_back(d);
+    for (auto d : SpaceShape(act)) action_row_shape_.push_back(d);
     if (!discrete_) {
       action_dtype_ = NumpyDType(act.dtype);
       const int64_t size = SpaceSize(act);
@@ -231,7 +235,7 @@ class PyVectorPool {
       mask_array = py::array_t<bool, py::array::c_style | py::array::forcecast>::ensure(*mask);
       mask_ptr = reinterpret_cast<const uint8_t*>(mask_array.data());
     }
-    Slot& slot = AcquireSlot();
+    Slot& slot = AcquireSlot(pool_->num_envs());
     const void* prev =
         last_obs_.is_none() ? nullptr : py::reinterpret_borrow<py::array>(last_obs_).data();
     void* obs = slot.obs.mutable_data();
@@ -246,8 +250,8 @@ class PyVectorPool {
   py::tuple Step(const py::handle& actions_in) {
     CallGuard guard(&busy_);
     Check();
-    py::array actions = ValidateActions(actions_in);
-    Slot& slot = AcquireSlot();
+    py::array actions = ValidateActions(actions_in, pool_->num_envs());
+    Slot& slot = AcquireSlot(pool_->num_envs());
     BatchOut out;
     out.obs = slot.obs.mutable_data();
     out.reward = static_cast<float*>(slot.reward.mutable_data());
@@ -270,7 +274,7 @@ class PyVectorPool {
                    py::array terminated, py::array truncated) {
     CallGuard guard(&busy_);
     Check();
-    py::array actions = ValidateActions(actions_in);
+    py::array actions = ValidateActions(actions_in, pool_->num_envs());
     const fb_spec& spec = pool_->spec();
     std::vector<py::ssize_t> obs_shape{static_cast<py::ssize_t>(pool_->num_envs())};
     for (auto d : SpaceShape(spec.observation)) obs_shape.push_back(d);
@@ -294,10 +298,51 @@ class PyVectorPool {
     return ended;
   }
 
+  // Async mode: queues one step of each env in env_ids with its row of actions.
+  void Send(const py::handle& actions_in, const py::handle& env_ids_in) {
+    CallGuard guard(&busy_);
+    Check();
+    py::array ids_any = py::array::ensure(env_ids_in);
+    if (!ids_any || (ids_any.dtype().kind() != 'i' && ids_any.dtype().kind() != 'u') ||
+        ids_any.ndim() != 1) {
+      PyErr_Clear();
+      throw py::type_error("env_ids must be a 1-D array of integers");
+    }
+    auto ids = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(ids_any);
+    py::array actions = ValidateActions(actions_in, ids.shape(0));
+    const int64_t* id_ptr = ids.data();
+    const void* act = actions.data();
+    const int64_t count = ids.shape(0);
+    py::gil_scoped_release release;
+    pool_->Send(id_ptr, count, act);
+  }
+
+  // Async mode: waits for batch_size envs; returns (obs, reward, terminated, truncated,
+  // env_ids, episodes ended), each with batch_size rows in completion order.
+  py::tuple Recv() {
+    CallGuard guard(&busy_);
+    Check();
+    const int64_t b = pool_->batch_size();
+    Slot& slot = AcquireSlot(b);
+    py::array_t<int64_t> ids(b);
+    BatchOut out;
+    out.obs = slot.obs.mutable_data();
+    out.reward = static_cast<float*>(slot.reward.mutable_data());
+    out.terminated = static_cast<uint8_t*>(slot.terminated.mutable_data());
+    out.truncated = static_cast<uint8_t*>(slot.truncated.mutable_data());
+    int64_t* id_ptr = ids.mutable_data();
+    int64_t ended;
+    {
+      py::gil_scoped_release release;
+      ended = pool_->Recv(out, id_ptr);
+    }
+    return py::make_tuple(slot.obs, slot.reward, slot.terminated, slot.truncated, ids, ended);
+  }
+
   // (done mask, return, length, time) of the last step, as fresh arrays.
   py::tuple EpisodeStats() {
     Check();
-    const auto n = static_cast<py::ssize_t>(pool_->num_envs());
+    const auto n = static_cast<py::ssize_t>(pool_->stats_rows());
     py::array_t<bool> done(n);
     std::memcpy(done.mutable_data(), pool_->done(), static_cast<size_t>(n));
     return py::make_tuple(done, py::array_t<double>(n, pool_->episode_return()),
@@ -312,11 +357,11 @@ class PyVectorPool {
     if (pool_->autoreset_mode() != AutoresetMode::kSameStep) {
       throw py::value_error("final observations are kept only in SAME_STEP autoreset mode");
     }
-    std::vector<py::ssize_t> shape{static_cast<py::ssize_t>(pool_->num_envs())};
+    std::vector<py::ssize_t> shape{static_cast<py::ssize_t>(pool_->stats_rows())};
     for (auto d : SpaceShape(spec.observation)) shape.push_back(d);
     py::array out(NumpyDType(spec.observation.dtype), shape);
     std::memcpy(out.mutable_data(), pool_->final_obs(),
-                static_cast<size_t>(pool_->num_envs() * pool_->obs_row_bytes()));
+                static_cast<size_t>(pool_->stats_rows() * pool_->obs_row_bytes()));
     return out;
   }
 
@@ -333,11 +378,13 @@ class PyVectorPool {
   void Close() {
     CallGuard guard(&busy_);
     slots_.clear();
+    batch_slots_.clear();
     last_obs_ = py::none();
     pool_.reset();
   }
 
   bool closed() const { return pool_ == nullptr; }
+  int64_t num_in_flight() const { return pool_ ? pool_->num_in_flight() : 0; }
   int num_threads() const { return pool_ ? pool_->num_threads() : 0; }
   std::vector<int64_t> range_bounds() const {
     return pool_ ? pool_->range_bounds() : std::vector<int64_t>{};
@@ -348,16 +395,18 @@ class PyVectorPool {
     if (!pool_) throw std::runtime_error("this fastbatch env is closed");
   }
 
-  Slot& AcquireSlot() {
-    for (auto& s : slots_) {
+  // A free slot of `rows` rows (num_envs for step/reset, batch_size for recv).
+  Slot& AcquireSlot(int64_t rows) {
+    std::vector<Slot>& slots = rows == pool_->num_envs() ? slots_ : batch_slots_;
+    for (auto& s : slots) {
       if (s.Free()) return s;
     }
     // Every slot is still referenced by the caller. Keep a few for reuse; slots dropped from
     // the list stay alive for as long as the caller holds their arrays.
     constexpr size_t kMaxSlots = 4;
-    if (slots_.size() >= kMaxSlots) slots_.erase(slots_.begin());
-    slots_.push_back(MakeSlot(pool_->spec(), pool_->num_envs(), pool_->obs_row_bytes()));
-    return slots_.back();
+    if (slots.size() >= kMaxSlots) slots.erase(slots.begin());
+    slots.push_back(MakeSlot(pool_->spec(), rows, pool_->obs_row_bytes()));
+    return slots.back();
   }
 
   static void CheckOut(const char* name, const py::array& a, const py::dtype& dtype,
@@ -381,7 +430,11 @@ class PyVectorPool {
     }
   }
 
-  py::array ValidateActions(const py::handle& in) {
+  // Checks actions for `rows` envs (dtype, shape, range, NaN) and returns them as a
+  // C-contiguous array of the action dtype (int64 for Discrete).
+  py::array ValidateActions(const py::handle& in, int64_t rows) {
+    std::vector<py::ssize_t> expected{static_cast<py::ssize_t>(rows)};
+    expected.insert(expected.end(), action_row_shape_.begin(), action_row_shape_.end());
     py::array a = py::isinstance<py::array>(in) ? py::reinterpret_borrow<py::array>(in)
                                                 : py::array::ensure(in);
     if (!a) {
@@ -389,9 +442,9 @@ class PyVectorPool {
       throw py::type_error("actions must be a numpy array (or convertible to one)");
     }
     const char kind = a.dtype().kind();
-    bool same = a.ndim() == static_cast<py::ssize_t>(action_shape_.size());
-    for (size_t d = 0; same && d < action_shape_.size(); ++d) {
-      same = a.shape(static_cast<py::ssize_t>(d)) == action_shape_[d];
+    bool same = a.ndim() == static_cast<py::ssize_t>(expected.size());
+    for (size_t d = 0; same && d < expected.size(); ++d) {
+      same = a.shape(static_cast<py::ssize_t>(d)) == expected[d];
     }
     if (discrete_) {
       if (kind != 'i' && kind != 'u') {
@@ -400,7 +453,7 @@ class PyVectorPool {
                              py::str(a.dtype()).cast<std::string>());
       }
       if (!same) {
-        throw py::value_error("actions must have shape " + ShapeString(action_shape_) + ", got " +
+        throw py::value_error("actions must have shape " + ShapeString(expected) + ", got " +
                               ShapeString(a));
       }
       auto ints = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
@@ -418,7 +471,7 @@ class PyVectorPool {
                            py::str(a.dtype()).cast<std::string>());
     }
     if (!same) {
-      throw py::value_error("actions must have shape " + ShapeString(action_shape_) + ", got " +
+      throw py::value_error("actions must have shape " + ShapeString(expected) + ", got " +
                             ShapeString(a));
     }
     py::array converted = a;
@@ -457,12 +510,13 @@ class PyVectorPool {
 
   EnvType type_;
   std::unique_ptr<VectorPool> pool_;
-  std::vector<Slot> slots_;
+  std::vector<Slot> slots_;        // num_envs rows: step/reset results
+  std::vector<Slot> batch_slots_;  // batch_size rows: recv results
   py::object last_obs_ = py::none();  // the obs array last handed out (partial resets copy it)
   std::atomic<bool> busy_{false};
   bool discrete_ = false;
   int64_t action_n_ = 0;
-  std::vector<py::ssize_t> action_shape_;
+  std::vector<py::ssize_t> action_row_shape_;
   py::dtype action_dtype_ = py::dtype::of<float>();
   std::vector<double> action_low_, action_high_;
 };
@@ -530,6 +584,8 @@ PYBIND11_MODULE(_core, m) {
     }
   });
 
+  py::register_exception<AsyncStateError>(m, "AsyncStateError", PyExc_RuntimeError);
+
   py::class_<EnvType>(m, "_EnvType")
       .def_property_readonly("spec", &EnvType::Spec)
       .def_property_readonly("id", [](const EnvType& t) { return std::string(t.api->spec()->id); })
@@ -547,9 +603,12 @@ PYBIND11_MODULE(_core, m) {
         py::arg("steps"), py::arg("seed") = 0);
 
   py::class_<PyVectorPool>(m, "_VectorPool")
-      .def(py::init<const EnvType&, int64_t, int, int, int64_t, std::vector<double>>(),
+      .def(py::init<const EnvType&, int64_t, int, int, int64_t, std::vector<double>, int64_t>(),
            py::arg("env_type"), py::arg("num_envs"), py::arg("num_threads"),
-           py::arg("autoreset_mode"), py::arg("max_episode_steps"), py::arg("params"))
+           py::arg("autoreset_mode"), py::arg("max_episode_steps"), py::arg("params"),
+           py::arg("batch_size") = 0)
+      .def("send", &PyVectorPool::Send, py::arg("actions"), py::arg("env_ids"))
+      .def("recv", &PyVectorPool::Recv)
       .def("seed", &PyVectorPool::Seed, py::arg("seeds"))
       .def("reset", &PyVectorPool::Reset, py::arg("mask") = py::none())
       .def("step", &PyVectorPool::Step, py::arg("actions"))
@@ -561,5 +620,6 @@ PYBIND11_MODULE(_core, m) {
       .def("close", &PyVectorPool::Close)
       .def_property_readonly("closed", &PyVectorPool::closed)
       .def_property_readonly("num_threads", &PyVectorPool::num_threads)
+      .def_property_readonly("num_in_flight", [](const PyVectorPool& p) { return p.num_in_flight(); })
       .def_property_readonly("range_bounds", &PyVectorPool::range_bounds);
 }

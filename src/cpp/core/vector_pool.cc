@@ -47,8 +47,10 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
       spec_(api->spec()),
       num_envs_(config.num_envs),
       mode_(config.autoreset_mode),
-      max_episode_steps_(config.max_episode_steps) {
+      max_episode_steps_(config.max_episode_steps),
+      batch_size_(config.batch_size <= 0 ? config.num_envs : config.batch_size) {
   if (num_envs_ <= 0) throw std::invalid_argument("num_envs must be positive");
+  if (batch_size_ > num_envs_) throw std::invalid_argument("batch_size must be at most num_envs");
   obs_row_bytes_ = DTypeSize(spec_->observation.dtype);
   for (int32_t d = 0; d < spec_->observation.ndim; ++d) obs_row_bytes_ *= spec_->observation.shape[d];
   const int threads = static_cast<int>(std::clamp<int64_t>(config.num_threads, 1, num_envs_));
@@ -76,9 +78,31 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
     throw EnvError(-1, std::string("creating envs failed: ") + error.message);
   }
   workers_ = std::make_unique<WorkerPool>(threads - 1);
+  if (is_async()) {
+    action_row_bytes_ = spec_->action.is_discrete ? 8 : DTypeSize(spec_->action.dtype);
+    for (int32_t d = 0; d < spec_->action.ndim; ++d) action_row_bytes_ *= spec_->action.shape[d];
+    job_ring_.assign(n, 0);
+    done_ring_.assign(n, 0);
+    in_flight_.assign(n, 0);
+    stage_actions_.assign(n * static_cast<size_t>(action_row_bytes_), 0);
+    stage_obs_.assign(n * static_cast<size_t>(obs_row_bytes_), 0);
+    stage_reward_.assign(n, 0.0f);
+    stage_terminated_.assign(n, 0);
+    stage_truncated_.assign(n, 0);
+    env_errors_.resize(n);
+    env_failed_.assign(n, 0);
+    const auto b = static_cast<size_t>(batch_size_);
+    recv_done_.assign(b, 0);
+    recv_return_.assign(b, 0.0);
+    recv_length_.assign(b, 0);
+    recv_time_.assign(b, 0.0);
+    if (mode_ == AutoresetMode::kSameStep) recv_final_obs_.assign(b * static_cast<size_t>(obs_row_bytes_), 0);
+    for (int t = 0; t < threads; ++t) async_threads_.emplace_back(&VectorPool::AsyncLoop, this);
+  }
 }
 
 VectorPool::~VectorPool() {
+  StopAsync();
   workers_.reset();  // join threads before the envs go away
   if (block_ != nullptr) api_->destroy(block_);
 }
@@ -115,6 +139,20 @@ void VectorPool::ThrowFirstError() {
 }
 
 void VectorPool::Reset(const uint8_t* mask, void* obs, const void* prev_obs) {
+  if (is_async()) {
+    if (mask != nullptr) {
+      for (int64_t i = 0; i < num_envs_; ++i) {
+        if (mask[i] && in_flight_[static_cast<size_t>(i)]) {
+          throw AsyncStateError("env " + std::to_string(i) +
+                                " is in flight; recv() it before resetting it with a mask");
+        }
+      }
+    } else {
+      DrainAsync();  // a full reset discards every step still in flight
+    }
+    // Rows not reset keep each env's latest observation, which lives in the staging rows.
+    prev_obs = stage_obs_.data();
+  }
   if (broken_ && mask != nullptr) {
     throw std::logic_error(
         "a previous step raised an env error, so envs outside the mask may be out of step with "
@@ -128,6 +166,15 @@ void VectorPool::Reset(const uint8_t* mask, void* obs, const void* prev_obs) {
   workers_->Run(&VectorPool::ResetTask, this);
   ThrowFirstError();
   broken_ = false;
+  if (is_async()) {  // the staging rows hold every env's latest observation
+    for (int64_t i = 0; i < num_envs_; ++i) {
+      if (mask == nullptr || mask[i]) {
+        std::memcpy(stage_obs_.data() + i * obs_row_bytes_,
+                    static_cast<const uint8_t*>(obs) + i * obs_row_bytes_,
+                    static_cast<size_t>(obs_row_bytes_));
+      }
+    }
+  }
 }
 
 void VectorPool::ResetTask(void* self, int range) { static_cast<VectorPool*>(self)->ResetRange(range); }
@@ -170,8 +217,10 @@ int64_t VectorPool::Step(const void* actions, const BatchOut& out) {
           "reset(options={'reset_mask': mask})");
     }
   }
+  if (is_async()) throw AsyncStateError("this pool is in async mode (batch_size < num_envs): use Send/Recv");
   call_actions_ = actions;
   call_out_ = out;
+  last_was_recv_ = false;
   std::fill(failed_.begin(), failed_.end(), 0);
   workers_->Run(&VectorPool::StepTask, this);
   ThrowFirstError();
@@ -184,25 +233,27 @@ void VectorPool::StepTask(void* self, int range) { static_cast<VectorPool*>(self
 
 void VectorPool::StepRange(int range) {
   const auto r = static_cast<size_t>(range);
-  ended_[r] = 0;
   const int64_t begin = bounds_[r];
   const int64_t end = bounds_[r + 1];
-  if (begin == end) return;
+  const int64_t ended = begin == end ? 0 : StepEnvs(begin, end, call_actions_, call_out_, &errors_[r]);
+  failed_[r] = ended < 0 ? 1 : 0;
+  ended_[r] = ended < 0 ? 0 : ended;
+}
+
+int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, const BatchOut& out,
+                             fb_error* error) {
   fb_batch batch{};
-  batch.obs = call_out_.obs;
-  batch.reward = call_out_.reward;
-  batch.terminated = call_out_.terminated;
-  batch.actions = call_actions_;
+  batch.obs = out.obs;
+  batch.reward = out.reward;
+  batch.terminated = out.terminated;
+  batch.actions = actions;
   batch.reset_mask = mode_ == AutoresetMode::kNextStep ? needs_reset_.data() : nullptr;
   batch.rngs = rngs_.data();
-  if (api_->step(block_, begin, end, &batch, &errors_[r]) != 0) {
-    failed_[r] = 1;
-    return;
-  }
-  const float* reward = call_out_.reward;
-  const uint8_t* terminated = call_out_.terminated;
-  uint8_t* truncated = call_out_.truncated;
-  const auto* obs = static_cast<const uint8_t*>(call_out_.obs);
+  if (api_->step(block_, begin, end, &batch, error) != 0) return -1;
+  const float* reward = out.reward;
+  const uint8_t* terminated = out.terminated;
+  uint8_t* truncated = out.truncated;
+  const auto* obs = static_cast<const uint8_t*>(out.obs);
   int64_t ended = 0;
   double now = 0.0;
   for (int64_t i = begin; i < end; ++i) {
@@ -236,17 +287,14 @@ void VectorPool::StepRange(int range) {
       needs_reset_[k] = 1;
     }
   }
-  ended_[r] = ended;
   if (mode_ == AutoresetMode::kSameStep && ended > 0) {
     batch.reset_mask = done_.data();
-    if (api_->reset(block_, begin, end, &batch, &errors_[r]) != 0) {
-      failed_[r] = 1;
-      return;
-    }
+    if (api_->reset(block_, begin, end, &batch, error) != 0) return -1;
     for (int64_t i = begin; i < end; ++i) {
       if (done_[static_cast<size_t>(i)]) StartEpisode(i, now);
     }
   }
+  return ended;
 }
 
 int64_t VectorPool::GetState(int64_t env, double* out, int64_t capacity) const {

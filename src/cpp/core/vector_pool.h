@@ -11,10 +11,13 @@
 #define FASTBATCH_CORE_VECTOR_POOL_H_
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fastbatch/abi.h"
@@ -36,6 +39,12 @@ class EnvError : public std::runtime_error {
   int64_t env_index_;
 };
 
+// send()/recv() used out of order (recv without send, an env sent twice, ...).
+class AsyncStateError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
 // Output arrays of one call; rows are indexed by env. Owned by the caller.
 struct BatchOut {
   void* obs = nullptr;            // [N, *obs_shape]
@@ -49,6 +58,7 @@ struct PoolConfig {
   int num_threads = 1;
   AutoresetMode autoreset_mode = AutoresetMode::kNextStep;
   int64_t max_episode_steps = 0;  // 0: no time limit
+  int64_t batch_size = 0;         // < num_envs: async mode (Send/Recv); 0 or num_envs: sync
   std::vector<double> params;     // constructor params, in spec order
 };
 
@@ -79,13 +89,35 @@ class VectorPool {
   // Returns how many episodes ended in this step. Throws EnvError.
   int64_t Step(const void* actions, const BatchOut& out);
 
-  // Episode statistics of the last Step, per env; zero where no episode ended.
-  const uint8_t* done() const { return done_.data(); }
-  const double* episode_return() const { return ep_return_out_.data(); }
-  const int64_t* episode_length() const { return ep_length_out_.data(); }
-  const double* episode_time() const { return ep_time_out_.data(); }
-  // SAME_STEP only: the last observation of each env whose episode ended in the last Step.
-  const uint8_t* final_obs() const { return final_obs_.data(); }
+  // Async mode (batch_size < num_envs). Worker threads step each sent env on its own; the
+  // caller thread only sends and receives.
+  bool is_async() const { return batch_size_ < num_envs_; }
+  int64_t batch_size() const { return batch_size_; }
+  int64_t num_in_flight() const { return num_in_flight_; }
+  // Queues one step of each env in env_ids[0..count) with its row of `actions`
+  // ([count, *act_shape]). Throws AsyncStateError for an env already in flight, and
+  // std::invalid_argument for a bad id (nothing is queued then).
+  void Send(const int64_t* env_ids, int64_t count, const void* actions);
+  // Waits until batch_size sent envs have finished and writes their results, in completion
+  // order, to rows [0, batch_size) of `out` and their ids to `env_ids`. Returns how many
+  // episodes ended. Throws AsyncStateError when fewer than batch_size envs are in flight.
+  int64_t Recv(const BatchOut& out, int64_t* env_ids);
+
+  // Episode statistics of the last Step (stats_rows() == num_envs, row = env) or Recv
+  // (stats_rows() == batch_size, row = position in the batch); zero where no episode ended.
+  int64_t stats_rows() const { return last_was_recv_ ? batch_size_ : num_envs_; }
+  const uint8_t* done() const { return last_was_recv_ ? recv_done_.data() : done_.data(); }
+  const double* episode_return() const {
+    return last_was_recv_ ? recv_return_.data() : ep_return_out_.data();
+  }
+  const int64_t* episode_length() const {
+    return last_was_recv_ ? recv_length_.data() : ep_length_out_.data();
+  }
+  const double* episode_time() const { return last_was_recv_ ? recv_time_.data() : ep_time_out_.data(); }
+  // SAME_STEP only: the last observation of each row whose episode ended in the last call.
+  const uint8_t* final_obs() const {
+    return last_was_recv_ ? recv_final_obs_.data() : final_obs_.data();
+  }
 
   // The env's internal state (see fb_env_api.get_state); returns its size, 0 if unsupported.
   int64_t GetState(int64_t env, double* out, int64_t capacity) const;
@@ -94,6 +126,13 @@ class VectorPool {
   static void StepTask(void* self, int range);
   static void ResetTask(void* self, int range);
   void StepRange(int range);
+  // Steps envs [begin, end) (actions and outputs at their global rows) with time limits,
+  // autoreset and episode statistics. Returns the episodes ended, or -1 with `error` filled.
+  int64_t StepEnvs(int64_t begin, int64_t end, const void* actions, const BatchOut& out,
+                   fb_error* error);
+  void AsyncLoop();
+  void DrainAsync();
+  void StopAsync();
   void ResetRange(int range);
   void StartEpisode(int64_t i, double now);
   void ThrowFirstError();
@@ -132,6 +171,32 @@ class VectorPool {
   const uint8_t* call_mask_ = nullptr;
   const void* call_prev_obs_ = nullptr;
   bool broken_ = false;  // a Step or Reset failed; a full Reset() clears it
+  bool last_was_recv_ = false;
+
+  // Async mode. Staging rows are indexed by env; the rings hold env ids. `job_*` and `done_*`
+  // are guarded by their mutexes; everything else here belongs to the caller thread, except
+  // the staging rows of an env in flight, which belong to the worker stepping it.
+  int64_t batch_size_;
+  int64_t action_row_bytes_ = 0;
+  std::vector<std::thread> async_threads_;
+  std::mutex job_mu_;
+  std::condition_variable job_cv_;
+  std::vector<int64_t> job_ring_;
+  size_t job_head_ = 0, job_count_ = 0;
+  bool async_stop_ = false;
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  std::vector<int64_t> done_ring_;
+  size_t done_head_ = 0, done_count_ = 0;
+  std::vector<uint8_t> in_flight_;
+  int64_t num_in_flight_ = 0;
+  std::vector<uint8_t> stage_actions_, stage_obs_, stage_terminated_, stage_truncated_;
+  std::vector<float> stage_reward_;
+  std::vector<fb_error> env_errors_;
+  std::vector<uint8_t> env_failed_;
+  std::vector<uint8_t> recv_done_, recv_final_obs_;
+  std::vector<double> recv_return_, recv_time_;
+  std::vector<int64_t> recv_length_;
 };
 
 }  // namespace fastbatch
