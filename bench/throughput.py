@@ -7,6 +7,7 @@ Methods (columns):
   native-loop   the same C++ envs and pool stepped by a C++ loop on one thread (no Python)
   fastbatch-1t  fastbatch.make(..., num_threads=1)
   fastbatch     fastbatch.make(...) with the default threads (the available cores)
+  fb-async      fastbatch async mode, batch_size = num_envs / 2: steady recv()/send() loop
   envpool       EnvPool sync mode, same threads (only if `envpool` is installed: pip install '.[bench]')
   gym-sync      gymnasium.vector.SyncVectorEnv over gymnasium's own envs
   gym-async     gymnasium.vector.AsyncVectorEnv (only up to 16 envs: one process per env)
@@ -35,7 +36,7 @@ from fastbatch import _core
 
 ENV_IDS = ["CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1"]
 NUM_ENVS = [1, 16, 256, 4096]
-METHODS = ["native-loop", "fastbatch-1t", "fastbatch", "envpool", "gym-sync", "gym-async"]
+METHODS = ["native-loop", "fastbatch-1t", "fastbatch", "fb-async", "envpool", "gym-sync", "gym-async"]
 
 
 def cores() -> int:
@@ -69,13 +70,26 @@ def time_steps(step, actions, budget: float) -> float:
 
 
 def make_stepper(method: str, env_id: str, num_envs: int, threads: int):
-    """Returns (step function, close function), or None when the method does not apply."""
+    """Returns (step function, close function, envs per step), or None when it does not apply."""
     if method in ("fastbatch", "fastbatch-1t"):
         env = fastbatch.make(
             env_id, num_envs=num_envs, seed=0, num_threads=1 if method == "fastbatch-1t" else threads
         )
         env.reset()
-        return (lambda a: env.step(a)), env.close
+        return (lambda a: env.step(a)), env.close, num_envs
+    if method == "fb-async":
+        if num_envs < 2:
+            return None
+        batch = num_envs // 2
+        env = fastbatch.make(env_id, num_envs=num_envs, batch_size=batch, seed=0, num_threads=threads)
+        env.reset()
+        env.send(action_table(env.single_action_space, num_envs, np.random.default_rng(1), 1)[0])
+
+        def step(actions):
+            env.recv()
+            env.send(actions)
+
+        return step, env.close, batch
     if method == "envpool":
         try:
             import envpool
@@ -88,17 +102,17 @@ def make_stepper(method: str, env_id: str, num_envs: int, threads: int):
                 num_threads=min(threads, num_envs), seed=0,
             )
         env.reset()
-        return (lambda a: env.step(a)), env.close
+        return (lambda a: env.step(a)), env.close, num_envs
     if method == "gym-sync":
         env = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make(env_id) for _ in range(num_envs)])
         env.reset(seed=0)
-        return (lambda a: env.step(a)), env.close
+        return (lambda a: env.step(a)), env.close, num_envs
     if method == "gym-async":
         if num_envs > 16:
             return None
         env = gymnasium.vector.AsyncVectorEnv([lambda: gymnasium.make(env_id) for _ in range(num_envs)])
         env.reset(seed=0)
-        return (lambda a: env.step(a)), env.close
+        return (lambda a: env.step(a)), env.close, num_envs
     raise ValueError(method)
 
 
@@ -116,13 +130,13 @@ def measure(method, env_id, num_envs, threads, budget, repeats, rng):
     stepper = make_stepper(method, env_id, num_envs, threads)
     if stepper is None:
         return None
-    step, close = stepper
+    step, close, rows = stepper
     try:
-        actions = action_table(space, num_envs, rng)
+        actions = action_table(space, rows, rng)
         rates = [time_steps(step, actions, budget) for _ in range(repeats)]
     finally:
         close()
-    return statistics.median(rates) * num_envs
+    return statistics.median(rates) * rows
 
 
 def fmt(x: float | None) -> str:

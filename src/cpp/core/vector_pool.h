@@ -188,6 +188,7 @@ class VectorPool {
   std::condition_variable done_cv_;
   std::vector<int64_t> done_ring_;
   size_t done_head_ = 0, done_count_ = 0;
+  bool drain_waiting_ = false;  // DrainAsync waits for every env, not batch_size
   std::vector<uint8_t> in_flight_;
   int64_t num_in_flight_ = 0;
   std::vector<uint8_t> stage_actions_, stage_obs_, stage_terminated_, stage_truncated_;

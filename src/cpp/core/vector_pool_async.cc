@@ -1,4 +1,5 @@
 // VectorPool's async mode: Send/Recv with batch_size < num_envs (see vector_pool.h).
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -8,29 +9,40 @@ namespace fastbatch {
 
 void VectorPool::AsyncLoop() {
   const auto n = static_cast<size_t>(num_envs_);
+  const size_t threads = async_threads_.empty() ? 1 : async_threads_.size();
+  std::vector<int64_t> chunk;
+  chunk.reserve(n);
   for (;;) {
-    int64_t i;
+    chunk.clear();
     {
       std::unique_lock<std::mutex> lock(job_mu_);
       job_cv_.wait(lock, [this] { return async_stop_ || job_count_ > 0; });
       if (async_stop_) return;
-      i = job_ring_[job_head_];
-      job_head_ = (job_head_ + 1) % n;
-      --job_count_;
+      // Take a fair share of the queue at once, so a lock is paid per chunk, not per env.
+      const size_t take = std::max<size_t>(1, job_count_ / threads);
+      for (size_t q = 0; q < take; ++q) {
+        chunk.push_back(job_ring_[job_head_]);
+        job_head_ = (job_head_ + 1) % n;
+      }
+      job_count_ -= take;
     }
     BatchOut out;
     out.obs = stage_obs_.data();
     out.reward = stage_reward_.data();
     out.terminated = stage_terminated_.data();
     out.truncated = stage_truncated_.data();
-    const auto k = static_cast<size_t>(i);
-    env_failed_[k] = StepEnvs(i, i + 1, stage_actions_.data(), out, &env_errors_[k]) < 0 ? 1 : 0;
-    {
-      std::lock_guard<std::mutex> lock(done_mu_);
-      done_ring_[(done_head_ + done_count_) % n] = i;
-      ++done_count_;
+    for (const int64_t i : chunk) {
+      const auto k = static_cast<size_t>(i);
+      env_failed_[k] = StepEnvs(i, i + 1, stage_actions_.data(), out, &env_errors_[k]) < 0 ? 1 : 0;
+      bool wake;
+      {
+        std::lock_guard<std::mutex> lock(done_mu_);
+        done_ring_[(done_head_ + done_count_) % n] = i;
+        ++done_count_;
+        wake = done_count_ >= static_cast<size_t>(batch_size_) || drain_waiting_;
+      }
+      if (wake) done_cv_.notify_one();
     }
-    done_cv_.notify_one();
   }
 }
 
@@ -48,7 +60,9 @@ void VectorPool::StopAsync() {
 void VectorPool::DrainAsync() {
   {
     std::unique_lock<std::mutex> lock(done_mu_);
+    drain_waiting_ = true;
     done_cv_.wait(lock, [this] { return static_cast<int64_t>(done_count_) == num_in_flight_; });
+    drain_waiting_ = false;
     done_head_ = 0;
     done_count_ = 0;
   }
