@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from fastbatch import _core
-from fastbatch.errors import AsyncStateError, ClosedEnvError, EnvError, UnknownEnvError
+from fastbatch.errors import AsyncStateError, ClosedEnvError, EnvError, PluginError, UnknownEnvError
+from fastbatch.plugins import register_native_env
 from fastbatch.registry import NativeEnvSpec, _register_builtins, list_envs, spec
 from fastbatch.vector import NativeVectorEnv, make
 
@@ -26,11 +27,14 @@ __all__ = [
     "EnvError",
     "NativeEnvSpec",
     "NativeVectorEnv",
+    "PluginError",
     "UnknownEnvError",
     "aligned_empty",
+    "get_cmake_dir",
     "get_include",
     "list_envs",
     "make",
+    "register_native_env",
     "spec",
 ]
 
@@ -41,6 +45,11 @@ def get_include() -> str:
     """The directory holding the public C++ headers (``fastbatch/env.h``, ``fastbatch/abi.h``)."""
     # Installed beside the extension (also in editable installs, where this file is the source).
     return str(Path(_core.__file__).parent / "include")
+
+
+def get_cmake_dir() -> str:
+    """The directory holding ``fastbatchConfig.cmake``, for ``find_package(fastbatch CONFIG)``."""
+    return str(Path(_core.__file__).parent / "share" / "cmake" / "fastbatch")
 
 
 def aligned_empty(shape: int | tuple[int, ...], dtype: np.typing.DTypeLike = np.float32) -> np.ndarray:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fastbatch._core import AsyncStateError, EnvError
+from fastbatch._core import AsyncStateError, EnvError, PluginError
 
-__all__ = ["AsyncStateError", "ClosedEnvError", "EnvError", "UnknownEnvError"]
+__all__ = ["AsyncStateError", "ClosedEnvError", "EnvError", "PluginError", "UnknownEnvError"]
 
 EnvError.__doc__ = (
     "An environment raised an error while resetting or stepping. `env_index` names the env "
@@ -15,6 +15,11 @@ EnvError.__doc__ = (
 AsyncStateError.__doc__ = (
     "`send()`/`recv()` were used out of order: `recv()` without a pending `send()`, an env sent "
     "again before it was received, or fewer envs in flight than `batch_size`."
+)
+
+PluginError.__doc__ = (
+    "A native env plugin could not be loaded or breaks the ABI contract (missing entry symbol, "
+    "another ABI version, unsupported spec). A subclass of ValueError."
 )
 
 

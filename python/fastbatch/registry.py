@@ -7,6 +7,7 @@ vectorization_mode="vector_entry_point")`` builds a fastbatch vector env.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,10 +47,10 @@ def _space(desc: dict[str, Any]) -> gymnasium.spaces.Space:
     return gymnasium.spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
 
 
-def _spec_from_type(env_type: Any) -> NativeEnvSpec:
+def _spec_from_type(env_type: Any, env_id: str | None = None) -> NativeEnvSpec:
     raw = env_type.spec
     return NativeEnvSpec(
-        id=raw["id"],
+        id=env_id or raw["id"],
         observation_space=_space(raw["observation"]),
         action_space=_space(raw["action"]),
         max_episode_steps=int(raw["max_episode_steps"]) or None,
@@ -63,8 +64,20 @@ class _Registry:
         self._types: dict[str, Any] = {}
         self._specs: dict[str, NativeEnvSpec] = {}
 
-    def add(self, env_type: Any) -> None:
-        spec = _spec_from_type(env_type)
+    def add(self, env_type: Any, env_id: str | None = None, defaults: dict | None = None) -> None:
+        """Registers `env_type` under `env_id` (default: its spec's id), replacing any entry."""
+        spec = _spec_from_type(env_type, env_id)
+        if defaults:
+            unknown = sorted(set(defaults) - set(spec.params))
+            if unknown:
+                accepted = ", ".join(spec.params) or "none"
+                raise TypeError(
+                    f"{spec.id} has no parameter(s) {', '.join(map(repr, unknown))}; it accepts: {accepted}"
+                )
+            for name, value in defaults.items():
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise TypeError(f"{spec.id} parameter {name!r} must be a number, got {value!r}")
+            spec = dataclasses.replace(spec, params={**spec.params, **{k: float(v) for k, v in defaults.items()}})
         self._types[spec.id] = env_type
         self._specs[spec.id] = spec
         if not spec.id.startswith("_"):
@@ -79,6 +92,9 @@ class _Registry:
             raise UnknownEnvError(f"no native env is registered as {env_id!r}; known ids: {known}")
         return self._types[name], self._specs[name]
 
+    def has(self, env_id: str) -> bool:
+        return env_id in self._types
+
     def ids(self) -> list[str]:
         return sorted(i for i in self._types if not i.startswith("_"))
 
@@ -86,7 +102,7 @@ class _Registry:
 def _register_with_gymnasium(spec: NativeEnvSpec) -> None:
     from fastbatch.vector import make  # late import: vector imports this module
 
-    gym_id = f"{NAMESPACE}/{spec.id}"
+    gym_id = spec.id if "/" in spec.id else f"{NAMESPACE}/{spec.id}"
     if gym_id in gymnasium.registry:
         del gymnasium.registry[gym_id]
     gymnasium.register(

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/plugin_loader.h"
 #include "core/vector_pool.h"
 #include "envs/builtin.h"
 #include "fastbatch/env.h"
@@ -29,6 +30,7 @@ namespace fastbatch {
 namespace {
 
 constexpr size_t kAlign = 64;
+constexpr const char* kCapsuleName = "fastbatch.env_api";
 
 py::dtype NumpyDType(int32_t dtype) {
   switch (dtype) {
@@ -591,13 +593,38 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("id", [](const EnvType& t) { return std::string(t.api->spec()->id); })
       .def_property_readonly("has_state", [](const EnvType& t) { return t.api->get_state != nullptr; });
 
+  py::register_exception<PluginError>(m, "PluginError", PyExc_ValueError);
+
   m.def("_builtin_env_types", []() {
     py::dict out;
     for (const fb_env_api* api : envs::BuiltinEnvs()) {
+      ValidateApi(api, std::string("built-in env ") + api->spec()->id);
       out[py::str(api->spec()->id)] = EnvType{api, py::none()};
     }
     return out;
   });
+  m.def(
+      "_load_plugin",
+      [](const std::string& path, const std::string& symbol) {
+        return EnvType{LoadPluginLibrary(path, symbol), py::none()};
+      },
+      py::arg("path"), py::arg("symbol") = FASTBATCH_ENTRY_SYMBOL,
+      "Opens a plugin library (kept loaded for the process lifetime) and checks its table.");
+  m.def(
+      "_env_type_from_capsule",
+      [](const py::capsule& capsule) {
+        if (capsule.name() == nullptr || std::string(capsule.name()) != kCapsuleName) {
+          throw PluginError(std::string("expected a capsule named '") + kCapsuleName + "', got '" +
+                            (capsule.name() ? capsule.name() : "") + "'");
+        }
+        const auto* api = capsule.get_pointer<const fb_env_api>();
+        ValidateApi(api, "capsule");
+        return EnvType{api, capsule};
+      },
+      py::arg("capsule"),
+      "An env type from a capsule named 'fastbatch.env_api' holding a `const fb_env_api*`; "
+      "the capsule's owner must keep the table alive.");
+  m.attr("CAPSULE_NAME") = kCapsuleName;
 
   m.def("_native_loop_seconds", &NativeLoopSeconds, py::arg("env_type"), py::arg("num_envs"),
         py::arg("steps"), py::arg("seed") = 0);

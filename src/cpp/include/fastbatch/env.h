@@ -218,6 +218,11 @@ class Params {
   const double* values_;
 };
 
+// The adapter and its tables have internal linkage on purpose. They live in function-local
+// statics, which GCC otherwise emits as process-wide unique symbols (STB_GNU_UNIQUE): two
+// plugins that each define an env class of the same name would then share one table, and one
+// plugin's calls would run the other's code, whatever RTLD_LOCAL says.
+namespace {
 namespace detail {
 
 inline void FillError(fb_error* error, int64_t index, const char* message) {
@@ -370,6 +375,7 @@ const fb_env_api* EnvApi() {
   return detail::Adapter<E>::Api();
 }
 
+}  // namespace
 }  // namespace fastbatch
 
 #if defined(_WIN32)

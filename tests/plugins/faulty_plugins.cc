@@ -1,0 +1,56 @@
+// Deliberately broken native env plugins for tests/test_plugin.py. Each build picks one defect
+// with -DFAULT=<n>; the test checks that fastbatch reports it as a clear Python error.
+#include <stdexcept>
+
+#include "fastbatch/env.h"
+
+// A valid env to start from; with FAULT_THROWS it fails on demand.
+class Faulty {
+ public:
+  using ObsType = float;
+  using ActionType = int64_t;
+  static fastbatch::Spec MakeSpec() {
+    return fastbatch::Spec("Faulty-v0")
+        .Observation(fastbatch::Box<float>({3}, -1.0, 1.0))
+        .Action(fastbatch::Discrete(2))
+        .MaxEpisodeSteps(50)
+        .Param("fail_in_constructor", 0.0);
+  }
+  explicit Faulty(const fastbatch::Params& p) {
+    if (p.Get("fail_in_constructor") != 0.0) throw std::runtime_error("constructor refused");
+  }
+  void Reset(fastbatch::Rng&, float* obs) {
+    steps_ = 0;
+    obs[0] = obs[1] = obs[2] = 0.0f;
+  }
+  fastbatch::StepResult Step(int64_t action, float* obs) {
+    ++steps_;
+    if (FAULT == 4 && action == 1) throw std::runtime_error("step refused action 1");
+    obs[0] = static_cast<float>(steps_) / 50.0f;
+    obs[1] = obs[2] = 0.0f;
+    return {1.0, false};
+  }
+
+ private:
+  int steps_ = 0;
+};
+
+namespace {
+const fb_env_api* Broken() {
+  static fb_env_api api = *fastbatch::EnvApi<Faulty>();
+  static fb_spec spec = *api.spec();
+  if (FAULT == 1) api.abi_version = 999;
+  if (FAULT == 2) spec.observation.dtype = 99;
+  if (FAULT == 3) spec.observation.ndim = 0;
+  if (FAULT == 5) api.step = nullptr;
+  api.spec = [] { return static_cast<const fb_spec*>(&spec); };
+  return &api;
+}
+}  // namespace
+
+#if FAULT == 0
+// No entry symbol at all: exports something else.
+extern "C" FASTBATCH_EXPORT_SYMBOL int not_a_fastbatch_plugin(void) { return 0; }
+#else
+extern "C" FASTBATCH_EXPORT_SYMBOL const fb_env_api* fastbatch_get_env_api(void) { return Broken(); }
+#endif

@@ -1,0 +1,169 @@
+"""Native env plugins: the README's out-of-tree build, registration, and every kind of bad plugin."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pytest
+
+import fastbatch
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "native_env_plugin"
+FAULTY = Path(__file__).parent / "plugins" / "faulty_plugins.cc"
+
+
+def run(cmd, cwd):
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def example_library(tmp_path_factory) -> Path:
+    """Builds examples/native_env_plugin from an empty folder, exactly as README says."""
+    if shutil.which("cmake") is None:
+        pytest.fail("cmake is required (it is installed by the test extra)")
+    folder = tmp_path_factory.mktemp("plugin")
+    shutil.copytree(EXAMPLE, folder / "src")
+    cmake_dir = run([sys.executable, "-m", "fastbatch", "--cmakedir"], folder).strip()
+    run(["cmake", "-S", "src", "-B", "build", f"-Dfastbatch_DIR={cmake_dir}"], folder)
+    run(["cmake", "--build", "build"], folder)
+    (library,) = (folder / "build").glob("libpoint_reacher.*")
+    return library
+
+
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory):
+    """Builds faulty_plugins.cc with -DFAULT=n; returns the library path."""
+    folder = tmp_path_factory.mktemp("faulty")
+    compiler = shutil.which("c++") or shutil.which("g++")
+    built = {}
+
+    def build(fault: int) -> Path:
+        if fault not in built:
+            out = folder / f"libfaulty{fault}.so"
+            run([compiler, "-std=c++17", "-O1", "-shared", "-fPIC", f"-DFAULT={fault}",
+                 f"-I{fastbatch.get_include()}", str(FAULTY), "-o", str(out)], folder)
+            built[fault] = out
+        return built[fault]
+
+    return build
+
+
+def test_the_example_plugin_runs_like_a_builtin(example_library):
+    fastbatch.register_native_env("PointReacher-v0", example_library, replace=True)
+    assert "PointReacher-v0" in fastbatch.list_envs()
+    env = fastbatch.make("PointReacher-v0", num_envs=64, seed=0)
+    obs, _ = env.reset()
+    assert obs.shape == (64, 6) and env.single_action_space.shape == (2,)
+    ended = 0
+    for _ in range(400):
+        obs, reward, terminated, truncated, info = env.step(np.clip(obs[:, 4:6] * 5.0, -1, 1))
+        assert env.observation_space.contains(obs)
+        ended += int(terminated.sum())
+    assert ended > 0  # the greedy controller reaches targets
+    again = fastbatch.make("PointReacher-v0", num_envs=64, seed=0)
+    np.testing.assert_array_equal(again.reset()[0], fastbatch.make("PointReacher-v0", num_envs=64, seed=0).reset()[0])
+    vec = gymnasium.make_vec("fastbatch/PointReacher-v0", num_envs=4, vectorization_mode="vector_entry_point")
+    assert vec.reset(seed=1)[0].shape == (4, 6)
+
+
+def test_kwargs_reach_the_plugin_and_unknown_ones_are_refused(example_library):
+    fastbatch.register_native_env("PointReacher-v0", example_library, replace=True)
+    frozen = fastbatch.make("PointReacher-v0", num_envs=8, seed=0, force_scale=0.0)
+    start, _ = frozen.reset()
+    start = start.copy()
+    moved = frozen.step(np.ones((8, 2), np.float32))[0]
+    np.testing.assert_array_equal(moved[:, :2], start[:, :2])  # no force, no motion
+    with pytest.raises(TypeError, match="unexpected keyword argument.*'mass'"):
+        fastbatch.make("PointReacher-v0", num_envs=2, mass=1.0)
+    # Registration defaults apply to every make() of that id.
+    fastbatch.register_native_env("FrozenReacher-v0", example_library, replace=True, force_scale=0.0)
+    env = fastbatch.make("FrozenReacher-v0", num_envs=8, seed=0)
+    start, _ = env.reset()
+    start = start.copy()
+    np.testing.assert_array_equal(env.step(np.ones((8, 2), np.float32))[0][:, :2], start[:, :2])
+    with pytest.raises(TypeError, match="no parameter"):
+        fastbatch.register_native_env("Bad-v0", example_library, gravity=1.0)
+
+
+def test_registering_an_id_twice_needs_replace(example_library):
+    fastbatch.register_native_env("Twice-v0", example_library, replace=True)
+    with pytest.raises(ValueError, match="already registered.*replace=True"):
+        fastbatch.register_native_env("Twice-v0", example_library)
+    with pytest.raises(ValueError, match="already registered"):
+        fastbatch.register_native_env("CartPole-v1", example_library)
+    fastbatch.register_native_env("Twice-v0", example_library, replace=True)
+
+
+def test_a_capsule_from_the_authors_own_module_works(example_library):
+    lib = ctypes.CDLL(str(example_library))
+    lib.fastbatch_get_env_api.restype = ctypes.c_void_p
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype = ctypes.py_object
+    new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    capsule = new_capsule(lib.fastbatch_get_env_api(), b"fastbatch.env_api", None)
+    fastbatch.register_native_env("CapsuleReacher-v0", capsule, replace=True)
+    env = fastbatch.make("CapsuleReacher-v0", num_envs=4, seed=0)
+    assert env.reset()[0].shape == (4, 6)
+    wrong = new_capsule(lib.fastbatch_get_env_api(), b"something.else", None)
+    with pytest.raises(fastbatch.PluginError, match="capsule named 'fastbatch.env_api'"):
+        fastbatch.register_native_env("WrongCapsule-v0", wrong)
+
+
+@pytest.mark.parametrize(
+    "fault, match",
+    [
+        (0, "does not export 'fastbatch_get_env_api'"),
+        (1, "ABI version 999"),
+        (2, "unsupported dtype"),
+        (3, "empty shape"),
+        (5, "missing a required function"),
+    ],
+)
+def test_bad_plugins_raise_plugin_errors(faulty, fault, match):
+    with pytest.raises(fastbatch.PluginError, match=match):
+        fastbatch.register_native_env(f"Faulty{fault}-v0", faulty(fault))
+    assert f"Faulty{fault}-v0" not in fastbatch.list_envs()
+    assert issubclass(fastbatch.PluginError, ValueError)
+
+
+def test_bad_sources_raise_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no plugin library"):
+        fastbatch.register_native_env("Missing-v0", tmp_path / "nope.so")
+    text = tmp_path / "not_a_library.so"
+    text.write_text("hello")
+    with pytest.raises(fastbatch.PluginError, match="cannot load plugin library"):
+        fastbatch.register_native_env("Text-v0", text)
+    with pytest.raises(TypeError, match="path to a shared library or a PyCapsule"):
+        fastbatch.register_native_env("Int-v0", 42)
+    with pytest.raises(ValueError, match="env_id"):
+        fastbatch.register_native_env("_hidden", text)
+
+
+def test_a_plugin_exception_propagates_like_a_builtins(faulty):
+    fastbatch.register_native_env("Throwing-v0", faulty(4), replace=True)
+    env = fastbatch.make("Throwing-v0", num_envs=8, num_threads=2)
+    env.reset(seed=0)
+    env.step(np.zeros(8, dtype=np.int64))
+    actions = np.zeros(8, dtype=np.int64)
+    actions[5] = 1
+    with pytest.raises(fastbatch.EnvError, match="env 5: step refused action 1") as caught:
+        env.step(actions)
+    assert caught.value.env_index == 5
+    env.reset()
+    env.step(np.zeros(8, dtype=np.int64))
+
+
+def test_a_constructor_exception_fails_make_cleanly(faulty):
+    fastbatch.register_native_env("NoCreate-v0", faulty(6), replace=True)
+    with pytest.raises(fastbatch.EnvError, match="creating envs failed: constructor refused"):
+        fastbatch.make("NoCreate-v0", num_envs=4, fail_in_constructor=1)
+    assert fastbatch.make("NoCreate-v0", num_envs=4).reset()[0].shape == (4, 3)
