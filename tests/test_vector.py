@@ -426,14 +426,14 @@ def test_list_actions_are_accepted():
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"env_id": "NoSuchEnv-v0"}, fastbatch.UnknownEnvError, "no native env.*known ids: Acrobot-v1"),
+        ({"env_id": "NoSuchEnv-v0"}, fastbatch.UnknownEnvError, "neither a native env.*Acrobot-v1.*nor a gymnasium id"),
         ({"env_id": "CartPole-v1", "num_envs": 0}, ValueError, "num_envs must be a positive integer"),
         ({"env_id": "CartPole-v1", "num_envs": -3}, ValueError, "num_envs"),
         ({"env_id": "CartPole-v1", "num_envs": 2.5}, TypeError, "num_envs"),
         ({"env_id": "CartPole-v1", "num_threads": 0}, ValueError, "num_threads"),
         ({"env_id": "CartPole-v1", "autoreset_mode": "sometimes"}, ValueError, "autoreset_mode"),
         ({"env_id": "CartPole-v1", "max_episode_steps": -1}, ValueError, "max_episode_steps"),
-        ({"env_id": 42}, TypeError, "env id must be a string"),
+        ({"env_id": 42}, TypeError, "env must be an env id, a factory or a list"),
     ],
 )
 def test_bad_make_arguments_raise_clear_errors(kwargs, error, match):
@@ -492,3 +492,9 @@ def test_an_exception_in_reset_is_reported():
     env.reset()
     with pytest.raises(fastbatch.EnvError, match="reset number 2 failed"):
         env.reset()
+
+
+@pytest.mark.parametrize("name", ["same_step", "SameStep", "SAME_STEP"])
+def test_autoreset_mode_strings(name):
+    env = fastbatch.make("CartPole-v1", num_envs=2, autoreset_mode=name)
+    assert env.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP

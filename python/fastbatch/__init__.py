@@ -14,10 +14,18 @@ from pathlib import Path
 import numpy as np
 
 from fastbatch import _core
-from fastbatch.errors import AsyncStateError, ClosedEnvError, EnvError, PluginError, UnknownEnvError
+from fastbatch.errors import (
+    AsyncStateError,
+    ClosedEnvError,
+    EnvError,
+    PluginError,
+    UnknownEnvError,
+    WorkerDiedError,
+)
 from fastbatch.plugins import register_native_env
 from fastbatch.registry import NativeEnvSpec, _register_builtins, list_envs, spec
-from fastbatch.vector import NativeVectorEnv, make
+from fastbatch.api import make
+from fastbatch.vector import NativeVectorEnv
 
 __version__ = "0.1.0"
 
@@ -29,6 +37,7 @@ __all__ = [
     "NativeVectorEnv",
     "PluginError",
     "UnknownEnvError",
+    "WorkerDiedError",
     "aligned_empty",
     "get_cmake_dir",
     "get_include",

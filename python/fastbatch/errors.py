@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from fastbatch._core import AsyncStateError, EnvError, PluginError
 
-__all__ = ["AsyncStateError", "ClosedEnvError", "EnvError", "PluginError", "UnknownEnvError"]
+__all__ = [
+    "AsyncStateError",
+    "ClosedEnvError",
+    "EnvError",
+    "PluginError",
+    "UnknownEnvError",
+    "WorkerDiedError",
+]
 
 EnvError.__doc__ = (
     "An environment raised an error while resetting or stepping. `env_index` names the env "
@@ -29,3 +36,8 @@ class UnknownEnvError(ValueError):
 
 class ClosedEnvError(RuntimeError):
     """The vector env was used after `close()`."""
+
+
+class WorkerDiedError(EnvError):
+    """A worker process of the process backend died (crash, os._exit, killed). `env_index` is
+    the first env of its block. The vector env is closed when this is raised."""

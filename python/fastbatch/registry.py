@@ -89,18 +89,25 @@ class _Registry:
         name = env_id[len(NAMESPACE) + 1 :] if env_id.startswith(NAMESPACE + "/") else env_id
         if name not in self._types:
             known = ", ".join(self.ids())
-            raise UnknownEnvError(f"no native env is registered as {env_id!r}; known ids: {known}")
+            raise UnknownEnvError(
+                f"no native env is registered as {env_id!r}; native ids: {known} (gymnasium ids "
+                "run in worker processes with backend='process')"
+            )
         return self._types[name], self._specs[name]
 
     def has(self, env_id: str) -> bool:
-        return env_id in self._types
+        """True if `env_id` (with or without the "fastbatch/" prefix) is a native env."""
+        if not isinstance(env_id, str):
+            return False
+        name = env_id[len(NAMESPACE) + 1 :] if env_id.startswith(NAMESPACE + "/") else env_id
+        return name in self._types
 
     def ids(self) -> list[str]:
         return sorted(i for i in self._types if not i.startswith("_"))
 
 
 def _register_with_gymnasium(spec: NativeEnvSpec) -> None:
-    from fastbatch.vector import make  # late import: vector imports this module
+    from fastbatch.api import make  # late import: api imports this module
 
     gym_id = spec.id if "/" in spec.id else f"{NAMESPACE}/{spec.id}"
     if gym_id in gymnasium.registry:

@@ -15,7 +15,7 @@ from fastbatch import _core
 from fastbatch.errors import AsyncStateError, ClosedEnvError
 from fastbatch.registry import REGISTRY, NativeEnvSpec
 
-__all__ = ["NativeVectorEnv", "make"]
+__all__ = ["NativeVectorEnv"]
 
 _MODE_CODES = {
     AutoresetMode.NEXT_STEP: 0,
@@ -43,12 +43,12 @@ def _positive_int(name: str, value: Any) -> int:
 def _autoreset_mode(value: Any) -> AutoresetMode:
     if isinstance(value, AutoresetMode):
         return value
-    if isinstance(value, str):
-        try:
-            return AutoresetMode(value.lower())
-        except ValueError:
-            pass
-    names = ", ".join(repr(m.value) for m in AutoresetMode)
+    if isinstance(value, str):  # "next_step", "NextStep", "NEXT_STEP", ...
+        key = value.replace("_", "").lower()
+        for mode in AutoresetMode:
+            if key == mode.value.lower():
+                return mode
+    names = ", ".join(repr(m.name.lower()) for m in AutoresetMode)
     raise ValueError(f"autoreset_mode must be a gymnasium AutoresetMode or one of {names}, got {value!r}")
 
 
@@ -306,37 +306,56 @@ class NativeVectorEnv(gymnasium.vector.VectorEnv):
             raise RuntimeError("call reset() before step()")
 
     def _episode_info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {}
         done, ret, length, elapsed = self._pool.episode_stats()
-        rows = len(done)
-        if self._stats_key is not None:
-            info[self._stats_key] = {"r": ret, "l": length, "t": elapsed}
-            info["_" + self._stats_key] = done
+        info = episode_info(done, ret, length, elapsed, self._stats_key)
         if self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP:
             final = self._pool.final_obs()
-            final_obs = np.full(rows, None, dtype=object)
             for i in np.flatnonzero(done):
-                final_obs[i] = final[i]
-            info["final_obs"] = final_obs
-            info["_final_obs"] = done.copy()
-            info["final_info"] = {}
-            info["_final_info"] = done.copy()
+                info = add_info(info, {"final_obs": final[i], "final_info": {}}, int(i), len(done))
         return info
 
     def __repr__(self) -> str:
         return f"NativeVectorEnv({self._spec.id}, num_envs={self.num_envs})"
 
 
-def make(env_id: str, num_envs: int = 1, **kwargs: Any) -> NativeVectorEnv:
-    """Makes a batch of ``num_envs`` envs of ``env_id`` as a gymnasium ``VectorEnv``.
+def episode_info(done, ret, length, elapsed, stats_key: str | None) -> dict[str, Any]:
+    """The ``info`` entries of finished episodes, as gymnasium's ``RecordEpisodeStatistics``."""
+    if stats_key is None:
+        return {}
+    return {stats_key: {"r": ret, "l": length, "t": elapsed}, "_" + stats_key: done}
 
-    Keyword arguments: ``num_threads`` (default: the available cores, at most ``num_envs``),
-    ``seed`` (env ``i`` is seeded with ``seed + i``), ``autoreset_mode`` (gymnasium's
-    ``AutoresetMode`` or its string value; default ``NEXT_STEP``), ``max_episode_steps``
-    (default: the env's own; 0 disables the time limit), ``stats_key`` (info key of the episode
-    statistics, default ``"episode"``; None turns them off, e.g. to stack gymnasium's
-    ``RecordEpisodeStatistics``), ``batch_size`` (async mode when below ``num_envs``: see
-    :meth:`NativeVectorEnv.send`/:meth:`NativeVectorEnv.recv`), and the env's own constructor
-    parameters.
-    """
-    return NativeVectorEnv(env_id, num_envs, **kwargs)
+
+def add_info(infos: dict[str, Any], info: dict[str, Any], row: int, rows: int) -> dict[str, Any]:
+    """Adds one env's ``info`` at ``row`` in gymnasium's vector convention: each key becomes an
+    array over the batch (an object array for non-numeric values, a nested dict for dicts) with
+    a boolean mask under ``"_" + key``. ``final_obs`` is always an object array."""
+    for key, value in info.items():
+        if isinstance(value, dict) and key != "final_obs":
+            array = add_info(infos.get(key, {}), value, row, rows)
+        else:
+            array = infos.get(key)
+            if array is None:
+                if key == "final_obs":
+                    array = np.full(rows, None, dtype=object)
+                elif isinstance(value, (bool, int, float, np.number)):
+                    array = np.zeros(rows, dtype=type(value))
+                elif isinstance(value, np.ndarray):
+                    array = np.zeros((rows, *value.shape), dtype=value.dtype)
+                else:
+                    array = np.full(rows, None, dtype=object)
+            array[row] = value
+        mask = infos.get("_" + key)
+        if mask is None:
+            mask = np.zeros(rows, dtype=np.bool_)
+        mask[row] = True
+        infos[key], infos["_" + key] = array, mask
+    return infos
+
+
+def aligned_copy(array: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of `array` whose data starts on a 64-byte boundary."""
+    raw = np.empty(array.nbytes + 64, dtype=np.uint8)
+    offset = -raw.__array_interface__["data"][0] % 64
+    out = raw[offset : offset + array.nbytes].view(array.dtype).reshape(array.shape)
+    np.copyto(out, array)
+    return out

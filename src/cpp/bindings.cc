@@ -9,7 +9,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <sched.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <climits>
+#include <ctime>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -565,6 +572,78 @@ double NativeLoopSeconds(const EnvType& type, int64_t num_envs, int64_t steps, u
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// ---- Cross-process signalling for the process backend (python/fastbatch/_process_worker.py).
+// A "word" is a 4-byte-aligned uint32 in shared memory, addressed by its integer address, and
+// the uint32 right after it counts the processes asleep on it, so that a store wakes (a
+// syscall) only when someone sleeps. The caller guarantees the mapping outlives the call.
+// Futexes are process-shared (no FUTEX_PRIVATE_FLAG).
+
+std::atomic_ref<uint32_t> Word(uintptr_t address) {
+  if (address == 0 || address % alignof(uint32_t) != 0) {
+    throw py::value_error("shared word address must be non-null and 4-byte aligned");
+  }
+  return std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(address));
+}
+
+void WakeSleepers(uintptr_t address) {
+  std::atomic_ref<uint32_t> sleepers(*reinterpret_cast<uint32_t*>(address + 4));
+  if (sleepers.load(std::memory_order_seq_cst) != 0) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(address), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+  }
+}
+
+// Waits until the word differs from `old`: spins for `spin_us` microseconds (yielding the core
+// between checks when `yield` is set, for when processes outnumber cores), then sleeps on the
+// futex. Returns the new value, or `old` when `timeout_s` passed first (the caller then checks
+// on its peers).
+uint32_t WaitWord(uintptr_t address, uint32_t old, double timeout_s, double spin_us, bool yield) {
+  auto word = Word(address);
+  std::atomic_ref<uint32_t> sleepers(*reinterpret_cast<uint32_t*>(address + 4));
+  py::gil_scoped_release release;
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto spin_until = start + std::chrono::duration<double, std::micro>(spin_us);
+  for (int k = 0;; ++k) {
+    const uint32_t v = word.load(std::memory_order_acquire);
+    if (v != old) return v;
+    if (yield) {
+      if (Clock::now() >= spin_until) break;
+      sched_yield();
+      continue;
+    }
+    if ((k & 63) == 63 && Clock::now() >= spin_until) break;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+  const auto deadline = start + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    const auto left = deadline - Clock::now();
+    if (left <= Clock::duration::zero()) return word.load(std::memory_order_acquire);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    sleepers.fetch_add(1, std::memory_order_seq_cst);
+    // Re-check after announcing ourselves: a store that missed the announcement is seen here.
+    if (word.load(std::memory_order_seq_cst) == old) {
+      syscall(SYS_futex, reinterpret_cast<uint32_t*>(address), FUTEX_WAIT, old, &ts, nullptr, 0);
+    }
+    sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    const uint32_t v = word.load(std::memory_order_acquire);
+    if (v != old) return v;
+  }
+}
+
+void StoreWord(uintptr_t address, uint32_t value) {
+  Word(address).store(value, std::memory_order_seq_cst);
+  WakeSleepers(address);
+}
+
+uint32_t AddWord(uintptr_t address, uint32_t delta) {
+  const uint32_t v = Word(address).fetch_add(delta, std::memory_order_seq_cst) + delta;
+  WakeSleepers(address);
+  return v;
+}
+
 }  // namespace
 }  // namespace fastbatch
 
@@ -625,6 +704,16 @@ PYBIND11_MODULE(_core, m) {
       "An env type from a capsule named 'fastbatch.env_api' holding a `const fb_env_api*`; "
       "the capsule's owner must keep the table alive.");
   m.attr("CAPSULE_NAME") = kCapsuleName;
+
+  m.def("_wait_word", &WaitWord, py::arg("address"), py::arg("old"), py::arg("timeout_s"),
+        py::arg("spin_us") = 0.0, py::arg("yield_") = false,
+        "Waits for a shared uint32 to change (spin, then futex).");
+  m.def("_store_word", &StoreWord, py::arg("address"), py::arg("value"),
+        "Stores a shared uint32 and wakes its sleepers, if any.");
+  m.def("_add_word", &AddWord, py::arg("address"), py::arg("delta") = 1,
+        "Adds to a shared uint32, wakes its sleepers, returns the new value.");
+  m.def("_load_word", [](uintptr_t address) { return Word(address).load(std::memory_order_acquire); },
+        py::arg("address"));
 
   m.def("_native_loop_seconds", &NativeLoopSeconds, py::arg("env_type"), py::arg("num_envs"),
         py::arg("steps"), py::arg("seed") = 0);

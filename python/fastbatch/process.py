@@ -1,0 +1,540 @@
+"""The process backend: any gymnasium env, stepped in worker processes through shared memory.
+
+`ProcessVectorEnv` splits `num_envs` Python envs into contiguous blocks, one per worker process.
+Actions, observations, rewards, flags and episode statistics travel through one shared-memory
+segment laid out like the native batch buffers (64-byte aligned); workers are woken through
+futexes in that segment (spin, then sleep). Pipes carry only the start-up handshake, infos
+(when an env returned a non-empty one) and errors.
+
+Lifecycle: workers are fresh interpreters (``python -m fastbatch._process_worker``), so the
+caller's script is never re-imported; they die with the parent (PR_SET_PDEATHSIG) and ignore
+Ctrl-C (the parent handles it). The shared memory is an anonymous memfd: it has no name in
+/dev/shm and is freed by the kernel with the last process that maps it, even if every process
+is killed. A dead worker is noticed within `liveness_interval` seconds and reported; the env is
+then closed.
+"""
+
+from __future__ import annotations
+
+import functools
+import mmap
+import os
+import socket
+import subprocess
+import sys
+import time
+from multiprocessing.connection import Connection
+from typing import Any, Callable, Sequence
+
+import cloudpickle
+import gymnasium
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from fastbatch import _core, _process_worker
+from fastbatch._shm import (
+    CMD_SEQ,
+    DONE_SEQ,
+    ENDED,
+    HAS_INFO,
+    OP,
+    OP_CLOSE,
+    OP_RESET,
+    OP_STEP,
+    STATUS,
+    STATUS_ERROR,
+    Layout,
+    word_address,
+)
+from fastbatch.errors import AsyncStateError, ClosedEnvError, EnvError, WorkerDiedError
+from fastbatch.vector import (
+    _MODE_CODES,
+    _autoreset_mode,
+    _available_cores,
+    _positive_int,
+    _seed_list,
+    add_info,
+    aligned_copy,
+    episode_info,
+)
+
+__all__ = ["ProcessVectorEnv"]
+
+# The parent waits for its workers the same way: yield-spin for about a millisecond, then sleep.
+_WAIT_SPIN_US = 1000.0
+
+
+class ProcessVectorEnv(gymnasium.vector.VectorEnv):
+    """`len(env_fns)` gymnasium envs stepped in `num_workers` processes, as a `VectorEnv`.
+
+    Build it with ``fastbatch.make(env_id_or_factories, num_envs, backend="process", ...)``.
+    Results are fresh 64-byte-aligned arrays (copied out of shared memory), so they never
+    change behind the caller's back. With
+    ``batch_size < num_envs`` (async mode), whole worker blocks are sent and received:
+    ``batch_size`` must be a multiple of the block size ``num_envs // num_workers``.
+    """
+
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], Any]],
+        *,
+        num_workers: int | None = None,
+        seed: int | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        stats_key: str | None = "episode",
+        batch_size: int | None = None,
+        start_timeout: float = 120.0,
+        liveness_interval: float = 0.05,
+    ) -> None:
+        self.closed = False
+        self._processes: list = []
+        self._conns: list = []
+        self._memory = None
+        self._memfd = -1
+        self.num_envs = _positive_int("num_envs", len(env_fns))
+        workers = min(_available_cores(), self.num_envs) if num_workers is None else num_workers
+        workers = _positive_int("num_workers", workers)
+        if workers > self.num_envs:
+            raise ValueError(f"num_workers={workers} is more than num_envs={self.num_envs}")
+        mode = _autoreset_mode(autoreset_mode)
+        self.metadata = {"autoreset_mode": mode}
+        self.render_mode = None
+        self._mode_code = _MODE_CODES[mode]
+        self._stats_key = stats_key
+        self._liveness = float(liveness_interval)
+        bounds = [self.num_envs * w // workers for w in range(workers + 1)]
+        self._bounds = bounds
+        self.batch_size = self.num_envs if batch_size is None else _positive_int("batch_size", batch_size)
+        if self.batch_size > self.num_envs:
+            raise ValueError(f"batch_size must be at most num_envs={self.num_envs}, got {self.batch_size}")
+        if self.batch_size < self.num_envs:
+            block = self.num_envs // workers
+            if self.num_envs % workers or self.batch_size % block:
+                raise ValueError(
+                    "async mode of the process backend sends whole worker blocks: num_envs must be a "
+                    f"multiple of num_workers and batch_size a multiple of {block} envs per worker"
+                )
+        try:
+            self._start(env_fns, workers, start_timeout)
+        except BaseException:
+            self.close()
+            raise
+        self._pending_seeds = _seed_list(seed, self.num_envs) if seed is not None else None
+        self._reset_called = False
+        self._broken = False
+        self._needs_reset = np.zeros(self.num_envs, dtype=bool)
+        self._in_flight: list[int] = []  # async: workers sent and not yet received
+        self._idle_workers = list(range(workers))
+        self._pending_actions: Any = None
+
+    # ------------------------------------------------------------------ start-up
+    def _start(self, env_fns, workers, timeout) -> None:
+        # Workers are fresh interpreters (not multiprocessing children): the caller's __main__
+        # is never re-imported, so scripts need no `if __name__ == "__main__"` guard. The
+        # shared memory is a memfd: it has no name and vanishes with the last process using it.
+        self._memfd = os.memfd_create("fastbatch-batch", os.MFD_CLOEXEC)
+        for w in range(workers):
+            first, last = self._bounds[w], self._bounds[w + 1]
+            parent_end, child_end = socket.socketpair()
+            args = [child_end.fileno(), self._memfd, w, os.getpid(), first, self._mode_code]
+            process = subprocess.Popen(
+                [sys.executable, "-m", "fastbatch._process_worker", *map(str, args)],
+                pass_fds=(child_end.fileno(), self._memfd),
+                stdin=subprocess.DEVNULL,
+            )
+            child_end.close()
+            self._processes.append(process)
+            self._conns.append(Connection(parent_end.detach()))
+            self._conns[-1].send_bytes(cloudpickle.dumps(list(env_fns[first:last])))
+        spaces = [self._expect(w, "ready", timeout) for w in range(workers)]
+        obs_space, act_space = spaces[0][1]
+        for w, message in enumerate(spaces):
+            if not message[2] or message[1] != (obs_space, act_space):
+                raise ValueError(f"the envs of worker {w} do not all share the first env's spaces")
+        for space, what in ((obs_space, "observation"), (act_space, "action")):
+            if not isinstance(space, (gymnasium.spaces.Box, gymnasium.spaces.Discrete)):
+                raise TypeError(f"the process backend needs Box or Discrete {what} spaces, got {space}")
+        self.single_observation_space, self.single_action_space = obs_space, act_space
+        self.observation_space = batch_space(obs_space, self.num_envs)
+        self.action_space = batch_space(act_space, self.num_envs)
+        self._discrete = isinstance(act_space, gymnasium.spaces.Discrete)
+        layout = Layout(
+            num_envs=self.num_envs, num_workers=workers,
+            obs_shape=tuple(obs_space.shape), obs_dtype=np.dtype(obs_space.dtype).str,
+            act_shape=() if self._discrete else tuple(act_space.shape),
+            act_dtype="int64" if self._discrete else np.dtype(act_space.dtype).str,
+        )
+        os.ftruncate(self._memfd, layout.size())
+        self._memory = mmap.mmap(self._memfd, layout.size())
+        self._v = layout.views(self._memory)
+        for conn in self._conns:
+            conn.send(("attach", layout))
+        for w in range(workers):
+            self._expect(w, "attached", timeout)
+        os.close(self._memfd)  # every worker holds the mapping now
+        self._memfd = -1
+        control = self._v["control"]
+        self._cmd_address = [word_address(control, w, CMD_SEQ) for w in range(workers)]
+        self._counter_address = word_address(control, workers, 0)
+        self._cmd = [0] * workers
+        self._uncollected: set[int] = set()  # workers sent a command whose results were not read
+
+    def _expect(self, w: int, kind: str, timeout: float):
+        deadline = time.monotonic() + timeout
+        conn = self._conns[w]
+        while not conn.poll(0.05):
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"worker {w} did not answer within {timeout:.0f} s")
+        message = conn.recv()
+        if message[0] == "error":
+            raise EnvError(f"env {message[1]} could not be created in worker {w}:\n{message[2]}")
+        if message[0] != kind:
+            raise RuntimeError(f"worker {w} sent {message[0]!r} where {kind!r} was expected")
+        return message
+
+    # ------------------------------------------------------------------ protocol
+    def _dispatch(self, op: int, workers: list[int]) -> None:
+        control = self._v["control"]
+        self._uncollected.update(workers)
+        for w in workers:
+            control[w, OP] = op
+            self._cmd[w] = (self._cmd[w] + 1) & 0xFFFFFFFF
+            _core._store_word(self._cmd_address[w], self._cmd[w])
+
+    def _wait_for(self, workers: list[int]) -> None:
+        """Waits until every worker in `workers` has answered its last command."""
+        while True:
+            seen = _core._load_word(self._counter_address)
+            if all(self._is_done(w) for w in workers):
+                return
+            if _core._wait_word(self._counter_address, seen, self._liveness, _WAIT_SPIN_US, True) == seen:
+                self._check_alive()
+
+    def _is_done(self, w: int) -> bool:
+        return int(self._v["control"][w, DONE_SEQ]) == self._cmd[w]
+
+    def _settle(self) -> None:
+        """Before a new command: finish and discard any command a Ctrl-C left uncollected."""
+        stale = [w for w in self._uncollected if w not in self._in_flight]
+        if stale:
+            self._wait_for(stale)
+            for w in stale:
+                self._drop_messages(w)
+            self._uncollected.difference_update(stale)
+
+    def _check_alive(self) -> None:
+        for w, process in enumerate(self._processes):
+            if process.poll() is not None:
+                first, last = self._bounds[w], self._bounds[w + 1]
+                code = process.returncode
+                how = f"signal {-code}" if code < 0 else f"exit code {code}"
+                self.close()
+                error = WorkerDiedError(
+                    f"worker {w} (envs {first}..{last - 1}) died ({how}); the env is now closed"
+                )
+                error.env_index = first
+                raise error
+
+    def _collect(self, workers: list[int], rows: dict[int, int] | None = None) -> tuple[dict, int]:
+        """Reads statuses, infos and errors of finished `workers`; raises the first env error."""
+        control = self._v["control"]
+        self._uncollected.difference_update(workers)
+        infos: dict[str, Any] = {}
+        ended, error = 0, None
+        nrows = self.num_envs if rows is None else len(rows)
+        for w in workers:
+            ended += int(control[w, ENDED])
+            failed = control[w, STATUS] == STATUS_ERROR
+            if failed:
+                _, index, text = self._conns[w].recv()
+                error = error or (index, text)
+            if control[w, HAS_INFO]:
+                _, entries = self._conns[w].recv()
+                for i, final_info, info in entries:
+                    row = i if rows is None else rows[i]
+                    if final_info is not None:
+                        final = {"final_obs": self._v["final_obs"][i].copy(), "final_info": final_info}
+                        infos = add_info(infos, final, row, nrows)
+                    infos = add_info(infos, info, row, nrows)
+        if error is not None:
+            self._broken = True
+            exc = EnvError(f"env {error[0]}: the env raised in its worker process:\n{error[1]}")
+            exc.env_index = error[0]
+            raise exc
+        return infos, ended
+
+    # ------------------------------------------------------------------ gymnasium API
+    def reset(self, *, seed=None, options=None):
+        self._check_open()
+        mask = np.ones(self.num_envs, dtype=bool)
+        masked = False
+        if options:
+            unknown = sorted(set(options) - {"reset_mask"})
+            if unknown:
+                raise ValueError(f"unsupported reset option(s) {', '.join(map(repr, unknown))}")
+            given = options.get("reset_mask")
+            if given is not None:
+                if not isinstance(given, np.ndarray) or given.dtype != np.bool_:
+                    raise TypeError("options['reset_mask'] must be a numpy array of dtype bool")
+                if given.shape != (self.num_envs,):
+                    raise ValueError(f"options['reset_mask'] must have shape ({self.num_envs},), got {given.shape}")
+                if not given.any():
+                    raise ValueError("options['reset_mask'] must contain at least one True value")
+                if not self._reset_called or self._broken:
+                    raise ValueError("the first reset (and the one after an error) must reset every env")
+                mask, masked = given, True
+        seeds = _seed_list(seed, self.num_envs)
+        if seed is None and self._pending_seeds is not None:
+            seeds, self._pending_seeds = self._pending_seeds, None
+        self._drain()
+        self._settle()
+        workers = list(range(len(self._processes)))
+        if masked:
+            workers = [w for w in workers if mask[self._bounds[w] : self._bounds[w + 1]].any()]
+            busy = set(workers) & set(self._in_flight)
+            if busy:
+                raise AsyncStateError(f"workers {sorted(busy)} have envs in flight; recv() them first")
+        else:
+            self._in_flight = []
+            self._idle_workers = list(range(len(self._processes)))
+        v = self._v
+        v["reset_mask"][:] = mask
+        v["seed_set"][:] = [s is not None for s in seeds]
+        v["seeds"][:] = [0 if s is None else s for s in seeds]
+        self._dispatch(OP_RESET, workers)
+        self._wait_for(workers)
+        infos, _ = self._collect(workers)
+        self._reset_called, self._broken = True, False
+        self._needs_reset[mask] = False
+        self._pending_actions = None
+        return aligned_copy(v["obs"]), infos
+
+    def step(self, actions):
+        self._check_stepable()
+        if self.batch_size < self.num_envs:
+            self.send(actions)
+            return self.recv()
+        if self._pending_actions is not None:
+            raise AsyncStateError("step() while a send() is pending; recv() it first")
+        return self._step_all(actions)
+
+    def _step_all(self, actions):
+        self._write_actions(actions, np.arange(self.num_envs))
+        workers = list(range(len(self._processes)))
+        self._settle()
+        self._dispatch(OP_STEP, workers)
+        self._wait_for(workers)
+        infos, ended = self._collect(workers)
+        return self._results(slice(None), infos, ended)
+
+    def _results(self, rows, infos, ended):
+        v = self._v
+        obs, reward = aligned_copy(v["obs"][rows]), aligned_copy(v["reward"][rows])
+        terminated, truncated = aligned_copy(v["terminated"][rows]), aligned_copy(v["truncated"][rows])
+        if self.metadata["autoreset_mode"] != AutoresetMode.SAME_STEP:
+            done = terminated | truncated
+            self._needs_reset[np.arange(self.num_envs)[rows]] = done
+        if ended and self._stats_key is not None:
+            done = v["done"][rows].copy()  # workers write statistics only for ended episodes
+            stats = episode_info(
+                done, np.where(done, v["ep_return"][rows], 0.0), np.where(done, v["ep_length"][rows], 0),
+                np.where(done, v["ep_time"][rows], 0.0), self._stats_key,
+            )
+            infos.update(stats)
+        return obs, reward, terminated, truncated, infos
+
+    def _write_actions(self, actions, env_ids: np.ndarray) -> None:
+        space = self.single_action_space
+        a = np.asarray(actions)
+        expected = (len(env_ids),) + (() if self._discrete else tuple(space.shape))
+        if self._discrete:
+            if a.dtype.kind not in "iu":
+                raise TypeError(f"actions for a Discrete({space.n}) space must be integers, got dtype {a.dtype}")
+        elif a.dtype.kind not in "fiu":
+            raise TypeError(f"actions for a Box space must be real numbers, got dtype {a.dtype}")
+        if a.shape != expected:
+            raise ValueError(f"actions must have shape {expected}, got {a.shape}")
+        if self._discrete:
+            bad = (a < space.start) | (a >= space.start + space.n)
+            if bad.any():
+                j = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"action {a[j]} for env {env_ids[j]} is outside Discrete({space.n})")
+        elif a.dtype.kind == "f" and np.isnan(a).any():
+            j = int(np.flatnonzero(np.isnan(a).reshape(len(env_ids), -1).any(axis=1))[0])
+            raise ValueError(f"action for env {env_ids[j]} is NaN")
+        if self.metadata["autoreset_mode"] == AutoresetMode.DISABLED and self._needs_reset[env_ids].any():
+            i = int(env_ids[np.flatnonzero(self._needs_reset[env_ids])[0]])
+            raise ValueError(
+                f"env {i} has ended its episode and autoreset is disabled: reset it first with "
+                "reset(options={'reset_mask': mask})"
+            )
+        self._v["actions"][env_ids] = a
+
+    # ------------------------------------------------------------------ async
+    def send(self, actions, env_ids=None) -> None:
+        """Starts a step of `env_ids` (whole worker blocks; default: the last recv's envs)."""
+        self._check_stepable()
+        if self.batch_size == self.num_envs:
+            if self._pending_actions is not None:
+                raise AsyncStateError("send() twice without recv()")
+            if env_ids is not None and not np.array_equal(np.asarray(env_ids), np.arange(self.num_envs)):
+                raise ValueError("in sync mode (batch_size == num_envs) send() steps every env")
+            self._pending_actions = actions
+            return
+        if env_ids is None:
+            workers = self._idle_workers
+            if not workers:
+                raise AsyncStateError("no env is waiting for actions; recv() first (or pass env_ids)")
+        else:
+            workers = self._workers_of(np.asarray(env_ids))
+        ids = np.concatenate([np.arange(self._bounds[w], self._bounds[w + 1]) for w in workers])
+        self._write_actions(actions, ids)
+        self._settle()
+        self._dispatch(OP_STEP, workers)
+        self._in_flight += workers
+        self._idle_workers = [w for w in self._idle_workers if w not in workers]
+
+    def _workers_of(self, env_ids: np.ndarray) -> list[int]:
+        workers = []
+        for w in range(len(self._processes)):
+            block = np.arange(self._bounds[w], self._bounds[w + 1])
+            inside = np.isin(block, env_ids)
+            if inside.any() and not inside.all():
+                raise ValueError(f"the process backend sends whole worker blocks; envs {block.tolist()} go together")
+            if inside.any():
+                if w in self._in_flight:
+                    raise AsyncStateError(f"envs {block.tolist()} were already sent; recv() them first")
+                workers.append(w)
+        if sum(self._bounds[w + 1] - self._bounds[w] for w in workers) != len(env_ids):
+            raise ValueError("env_ids must be distinct envs of this vector env")
+        return workers
+
+    def recv(self):
+        """Waits for `batch_size` sent envs and returns their results; info["env_id"] maps rows."""
+        self._check_stepable()
+        if self.batch_size == self.num_envs:
+            if self._pending_actions is None:
+                raise AsyncStateError("recv() without a pending send()")
+            actions, self._pending_actions = self._pending_actions, None
+            obs, reward, terminated, truncated, info = self._step_all(actions)
+            info["env_id"] = np.arange(self.num_envs)
+            return obs, reward, terminated, truncated, info
+        if not self._in_flight:
+            raise AsyncStateError("recv() without a pending send()")
+        block = self.num_envs // len(self._processes)
+        need = self.batch_size // block
+        if len(self._in_flight) < need:
+            raise AsyncStateError(
+                f"only {len(self._in_flight) * block} envs are in flight but recv() returns "
+                f"batch_size={self.batch_size}; send() more envs first"
+            )
+        finished = self._wait_workers(need)
+        ids = np.concatenate([np.arange(self._bounds[w], self._bounds[w + 1]) for w in finished])
+        infos, ended = self._collect(finished, rows={int(i): j for j, i in enumerate(ids)})
+        self._in_flight = [w for w in self._in_flight if w not in finished]
+        self._idle_workers = list(finished)
+        result = self._results(ids, infos, ended)
+        result[4]["env_id"] = ids
+        return result
+
+    def _wait_workers(self, need: int) -> list[int]:
+        """The first `need` in-flight workers found finished (waits on the shared counter)."""
+        while True:
+            seen = _core._load_word(self._counter_address)
+            finished = [w for w in self._in_flight if self._is_done(w)][:need]
+            if len(finished) == need:
+                return finished
+            if _core._wait_word(self._counter_address, seen, self._liveness, _WAIT_SPIN_US, True) == seen:
+                self._check_alive()
+
+    def _drain(self) -> None:
+        """Waits for every step in flight (async mode) and discards its results."""
+        if self._in_flight:
+            self._wait_workers(len(self._in_flight))
+            for w in self._in_flight:
+                self._drop_messages(w)
+            self._uncollected.difference_update(self._in_flight)
+            self._in_flight = []
+
+    def _drop_messages(self, w: int) -> None:
+        while self._conns[w].poll():
+            self._conns[w].recv()
+
+    # ------------------------------------------------------------------ lifecycle
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClosedEnvError("this fastbatch env is closed")
+
+    def _check_stepable(self) -> None:
+        self._check_open()
+        if not self._reset_called:
+            raise RuntimeError("call reset() before step()")
+        if self._broken:
+            raise RuntimeError("a previous step raised an env error; call reset() before stepping again")
+
+    def close_extras(self, **kwargs: Any) -> None:
+        live = [w for w, p in enumerate(self._processes) if p.poll() is None]
+        if self._memory is not None and live:
+            try:
+                self._dispatch(OP_CLOSE, live)
+            except Exception:  # noqa: BLE001 - closing must go on
+                pass
+        for process in self._processes:
+            try:
+                process.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=2.0)
+        for conn in self._conns:
+            conn.close()
+        self._processes, self._conns = [], []
+        if self._memfd >= 0:
+            os.close(self._memfd)
+            self._memfd = -1
+        if self._memory is not None:
+            self._v = {}
+            try:
+                self._memory.close()
+            except BufferError:  # a caller still holds a view: the mapping goes with it
+                pass
+            self._memory = None
+
+    def close(self, **kwargs: Any) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.close_extras(**kwargs)
+
+    def __del__(self) -> None:
+        if not getattr(self, "closed", True):
+            self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ProcessVectorEnv(num_envs={self.num_envs}, num_workers={len(self._processes)})"
+
+
+def env_factories(env_id_or_fns: Any, num_envs: int | None, kwargs: dict[str, Any]) -> list[Callable]:
+    """Env constructors for the process backend from an id, one factory, or a list of them."""
+    if isinstance(env_id_or_fns, str):
+        count = _positive_int("num_envs", 1 if num_envs is None else num_envs)
+        return [functools.partial(gymnasium.make, env_id_or_fns, **kwargs)] * count
+    if kwargs:
+        raise TypeError(f"env keyword arguments ({', '.join(kwargs)}) apply only to an env id")
+    if callable(env_id_or_fns):
+        count = _positive_int("num_envs", 1 if num_envs is None else num_envs)
+        return [env_id_or_fns] * count
+    fns = list(env_id_or_fns)
+    if not fns or not all(callable(f) for f in fns):
+        raise TypeError("expected an env id, an env factory, or a non-empty list of env factories")
+    if num_envs is not None and num_envs != len(fns):
+        raise ValueError(f"num_envs={num_envs} does not match the {len(fns)} factories given")
+    return fns
+

@@ -1,0 +1,245 @@
+"""The process backend: gymnasium envs in worker processes behind the same VectorEnv facade."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import cloudpickle
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+import fastbatch
+import process_envs
+from process_envs import LegacyEnv, ScriptedEnv
+
+cloudpickle.register_pickle_by_value(process_envs)  # workers cannot import the tests folder
+
+
+def scripted(n, length=5, **kwargs):
+    return fastbatch.make([lambda: ScriptedEnv(length)] * n, backend="process", **kwargs)
+
+
+def pids_alive(pids):
+    alive = []
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split()[2] != "Z":
+                    alive.append(pid)
+        except (ProcessLookupError, FileNotFoundError):
+            pass
+    return alive
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_matches_gymnasium_sync_vector_env_step_by_step(mode):
+    env = fastbatch.make("CartPole-v1", 6, backend="process", num_workers=2, autoreset_mode=mode)
+    ref = SyncVectorEnv([lambda: gymnasium.make("CartPole-v1") for _ in range(6)], autoreset_mode=mode)
+    assert env.single_observation_space == ref.single_observation_space
+    obs, _ = env.reset(seed=42)
+    np.testing.assert_array_equal(obs, ref.reset(seed=42)[0])
+    rng = np.random.default_rng(0)
+    ends = 0
+    for _ in range(150):
+        actions = rng.integers(2, size=6)
+        o, r, te, tr, info = env.step(actions)
+        ro, rr, rte, rtr, rinfo = ref.step(actions)
+        np.testing.assert_array_equal(o, ro)
+        np.testing.assert_array_equal(r, rr.astype(np.float32))
+        np.testing.assert_array_equal(te, rte)
+        np.testing.assert_array_equal(tr, rtr)
+        if mode == AutoresetMode.SAME_STEP and "final_obs" in rinfo:
+            np.testing.assert_array_equal(info["_final_obs"], rinfo["_final_obs"])
+            for a, b in zip(info["final_obs"], rinfo["final_obs"]):
+                assert (a is None and b is None) or np.array_equal(a, b)
+        ends += int(np.sum(rte | rtr))
+        for a in (o, r, te, tr):
+            assert a.ctypes.data % 64 == 0
+    assert ends > 5
+    env.close()
+
+
+def test_infos_statistics_and_per_env_factories_match_gymnasium():
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+    fns = [lambda length=length: ScriptedEnv(length) for length in (2, 3, 4)]
+    ref = RecordEpisodeStatistics(SyncVectorEnv(fns))
+    with fastbatch.make(fns, backend="process", num_workers=2) as env:
+        env.reset(seed=0)
+        ref.reset(seed=0)
+        infos_seen = episodes = 0
+        for t in range(12):
+            actions = np.array([1, 0, 1]) if t % 3 else np.array([0, 1, 1])
+            info = env.step(actions)[4]
+            rinfo = ref.step(actions)[4]
+            assert set(info) == set(rinfo)
+            for key in ("bonus", "_bonus", "tag", "_tag"):
+                if key in rinfo:
+                    np.testing.assert_array_equal(info[key], rinfo[key])
+                    infos_seen += 1
+            if "episode" in rinfo:
+                episodes += int(rinfo["_episode"].sum())
+                np.testing.assert_array_equal(info["_episode"], rinfo["_episode"])
+                np.testing.assert_array_equal(info["episode"]["r"], rinfo["episode"]["r"])
+                np.testing.assert_array_equal(info["episode"]["l"], rinfo["episode"]["l"])
+        assert infos_seen > 0 and episodes > 3
+    assert env.closed
+
+
+def test_seeding_follows_gymnasiums_convention():
+    env = scripted(3, num_workers=3)
+    obs, _ = env.reset(seed=7)
+    for i in range(3):
+        ref = ScriptedEnv()
+        assert obs[i, 1] == pytest.approx(ref.reset(seed=7 + i)[0][1])
+    seeded = scripted(3, seed=7)
+    np.testing.assert_array_equal(seeded.reset()[0], obs)
+    env.close()
+    seeded.close()
+
+
+def test_an_env_exception_names_the_env_and_carries_the_worker_traceback():
+    env = scripted(4, num_workers=2)
+    env.reset(seed=0)
+    with pytest.raises(fastbatch.EnvError, match=r"(?s)env 3:.*ValueError: scripted failure at step 1") as caught:
+        env.step(np.array([0, 0, 0, 2]))
+    assert caught.value.env_index == 3
+    assert "Traceback" in str(caught.value)
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(np.zeros(4, dtype=np.int64))
+    env.reset()
+    env.step(np.zeros(4, dtype=np.int64))
+    env.close()
+
+
+@pytest.mark.parametrize("action, how", [(3, "exit code 3"), (4, "signal 11")])
+def test_a_dead_worker_is_reported_quickly_and_the_env_closes(action, how):
+    env = scripted(4, num_workers=2)
+    env.reset()
+    pids = [p.pid for p in env._processes]
+    start = time.monotonic()
+    with pytest.raises(fastbatch.WorkerDiedError, match=f"worker 1 \\(envs 2..3\\) died \\({how}\\)"):
+        env.step(np.array([0, 0, action, 0]))
+    assert time.monotonic() - start < 5.0
+    assert env.closed
+    env.close()
+    time.sleep(0.2)
+    assert pids_alive(pids) == []
+
+
+def test_close_ends_every_worker_and_leaves_nothing_in_dev_shm():
+    before = set(os.listdir("/dev/shm"))
+    env = scripted(4, num_workers=2)
+    env.reset()
+    env.step(np.zeros(4, dtype=np.int64))
+    pids = [p.pid for p in env._processes]
+    assert set(os.listdir("/dev/shm")) == before  # the segment is an anonymous memfd
+    env.close()
+    assert pids_alive(pids) == []
+    with pytest.raises(fastbatch.ClosedEnvError):
+        env.step(np.zeros(4, dtype=np.int64))
+
+
+def test_workers_die_with_a_killed_parent(tmp_path):
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent(
+        """
+        import sys, time, fastbatch
+        env = fastbatch.make("CartPole-v1", 4, backend="process", num_workers=2)
+        env.reset()
+        print(" ".join(str(p.pid) for p in env._processes), flush=True)
+        time.sleep(60)
+        """
+    ))  # no `if __name__ == "__main__"` guard: workers never re-import the caller's script
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    pids = [int(p) for p in parent.stdout.readline().split()]
+    assert len(pids) == 2 and pids_alive(pids) == pids
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    parent.stdout.close()
+    deadline = time.monotonic() + 5
+    while pids_alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pids_alive(pids) == []
+
+
+def test_ctrl_c_during_a_step_leaves_the_env_usable():
+    env = scripted(2, num_workers=2)
+    env.reset()
+    timer = threading.Timer(0.1, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        env.step(np.array([5, 5]))  # both envs sleep 0.3 s
+    obs, *_ = env.step(np.array([0, 0]))
+    assert obs.shape == (2, 2)
+    env.close()
+
+
+def test_disabled_autoreset_and_reset_mask():
+    env = scripted(4, length=2, num_workers=2, autoreset_mode="disabled")
+    env.reset(seed=0)
+    env.step(np.zeros(4, dtype=np.int64))
+    _, _, term, _, _ = env.step(np.zeros(4, dtype=np.int64))
+    assert term.all()
+    with pytest.raises(ValueError, match="autoreset is disabled"):
+        env.step(np.zeros(4, dtype=np.int64))
+    mask = np.array([True, True, True, True])
+    obs, _ = env.reset(options={"reset_mask": mask})
+    assert np.all(obs[:, 0] == 0)
+    env.step(np.zeros(4, dtype=np.int64))
+    env.close()
+
+
+def test_async_send_recv_works_on_whole_worker_blocks():
+    env = scripted(4, num_workers=2, batch_size=2)
+    env.reset(seed=0)
+    env.send(np.zeros(4, dtype=np.int64))
+    seen = []
+    for _ in range(6):
+        obs, reward, term, trunc, info = env.recv()
+        assert obs.shape == (2, 2)
+        seen.append(tuple(info["env_id"]))
+        env.send(np.zeros(2, dtype=np.int64), info["env_id"])
+    assert set(seen) == {(0, 1), (2, 3)}
+    with pytest.raises(fastbatch.AsyncStateError):
+        env.send(np.zeros(2, dtype=np.int64), info["env_id"])
+    with pytest.raises(ValueError, match="whole worker blocks"):
+        env.close() or scripted(4, num_workers=2, batch_size=3)
+
+
+def test_legacy_spaces_are_converted():
+    env = fastbatch.make(LegacyEnv, 2, backend="process", num_workers=1)
+    assert isinstance(env.single_observation_space, gymnasium.spaces.Box)
+    assert env.single_action_space == gymnasium.spaces.Discrete(2)
+    env.reset()
+    obs, *_ = env.step(np.array([1, 0]))
+    np.testing.assert_array_equal(obs, [[1, 1, 1], [0, 0, 0]])
+    env.close()
+
+
+def test_bad_actions_and_arguments_raise_clear_errors():
+    env = scripted(2, num_workers=1)
+    env.reset()
+    with pytest.raises(TypeError, match="integers"):
+        env.step(np.zeros(2, dtype=np.float32))
+    with pytest.raises(ValueError, match=r"shape \(2,\)"):
+        env.step(np.zeros(3, dtype=np.int64))
+    with pytest.raises(ValueError, match="outside Discrete"):
+        env.step(np.array([0, 9]))
+    env.step(np.zeros(2, dtype=np.int64))
+    env.close()
+    with pytest.raises(fastbatch.UnknownEnvError, match="nor a gymnasium id"):
+        fastbatch.make("NoSuchEnv-v9", 2)
+    with pytest.raises(ValueError, match="num_workers=3 is more than num_envs=2"):
+        scripted(2, num_workers=3)
+    with pytest.raises(fastbatch.EnvError, match="could not be created"):
+        fastbatch.make([lambda: 1 / 0], backend="process")
