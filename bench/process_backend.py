@@ -1,0 +1,102 @@
+"""The process backend against gymnasium's vector envs, side by side in one run.
+
+    python bench/process_backend.py [--quick]
+
+Rows:
+  HalfCheetah-v5, 16 envs   fastbatch process backend (2 workers) vs SyncVectorEnv and
+                            AsyncVectorEnv (needs `pip install '.[mujoco]'`; skipped otherwise)
+  CartPole-v1, 16 envs      the same, for a cheap pure-Python env
+  no-op env, 16 envs        an env whose step does nothing: the time per batch step is the
+                            backend's own overhead (IPC, copies, wake-ups)
+Figures are env steps/s and microseconds per batch step, medians of repeated timed runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import gymnasium
+import numpy as np
+
+import fastbatch
+
+
+class NoOpEnv(gymnasium.Env):
+    """Returns the same observation forever: measures everything but the env."""
+
+    observation_space = gymnasium.spaces.Box(-1.0, 1.0, (17,), np.float32)
+    action_space = gymnasium.spaces.Box(-1.0, 1.0, (6,), np.float32)
+
+    def __init__(self):
+        self._obs = np.zeros(17, dtype=np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        return self._obs, {}
+
+    def step(self, action):
+        return self._obs, 0.0, False, False, {}
+
+
+def rate(env, actions, budget: float, repeats: int) -> float:
+    """Median batch steps per second."""
+    env.reset(seed=0)
+    for a in actions[:4]:
+        env.step(a)
+    rates = []
+    for _ in range(repeats):
+        n, start = 0, time.perf_counter()
+        while time.perf_counter() - start < budget:
+            for a in actions:
+                env.step(a)
+            n += len(actions)
+        rates.append(n / (time.perf_counter() - start))
+    return statistics.median(rates)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--num-envs", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    repeats, budget = (3, 0.5) if args.quick else (5, 1.5)
+    n = args.num_envs
+
+    cases = [("HalfCheetah-v5", "HalfCheetah-v5"), ("CartPole-v1", "CartPole-v1"), ("no-op env", NoOpEnv)]
+    print(f"{n} envs, fastbatch process backend with {args.workers} workers; medians of {repeats} x {budget}s")
+    print(f"{'env':<18}{'method':<22}{'steps/s':>12}{'us/batch step':>15}{'vs sync':>9}")
+    for label, env in cases:
+        factory = (lambda env=env: gymnasium.make(env)) if isinstance(env, str) else env
+        try:
+            factory().close()
+        except Exception as exc:  # noqa: BLE001 - e.g. MuJoCo not installed
+            print(f"{label:<18}skipped: {type(exc).__name__}: {exc}")
+            continue
+        probe = factory()
+        space = gymnasium.vector.utils.batch_space(probe.action_space, n)
+        space.seed(0)
+        actions = [space.sample() for _ in range(16)]
+        probe.close()
+        methods = {
+            "fastbatch process": lambda: fastbatch.make([factory] * n, backend="process", num_workers=args.workers),
+            "gymnasium Sync": lambda: gymnasium.vector.SyncVectorEnv([factory] * n),
+            "gymnasium Async": lambda: gymnasium.vector.AsyncVectorEnv([factory] * n),
+        }
+        rates = {}
+        for name, build in methods.items():
+            env = build()
+            try:
+                rates[name] = rate(env, actions, budget, repeats)
+            finally:
+                env.close()
+        for name, r in rates.items():
+            ratio = r / rates["gymnasium Sync"]
+            print(f"{label:<18}{name:<22}{r * n:>12,.0f}{1e6 / r:>15.1f}{ratio:>8.2f}x", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
