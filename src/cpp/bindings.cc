@@ -203,6 +203,10 @@ class PyVectorPool {
     }
     config.batch_size = batch_size;
     pool_ = std::make_unique<VectorPool>(type.api, config);
+    obs_dtype_ = NumpyDType(spec->observation.dtype);
+    batch_shape_ = {static_cast<py::ssize_t>(num_envs)};
+    obs_shape_ = batch_shape_;
+    for (auto d : SpaceShape(spec->observation)) obs_shape_.push_back(d);
     const fb_space& act = spec->action;
     discrete_ = act.is_discrete != 0;
     action_n_ = act.n;
@@ -284,14 +288,10 @@ class PyVectorPool {
     CallGuard guard(&busy_);
     Check();
     py::array actions = ValidateActions(actions_in, pool_->num_envs());
-    const fb_spec& spec = pool_->spec();
-    std::vector<py::ssize_t> obs_shape{static_cast<py::ssize_t>(pool_->num_envs())};
-    for (auto d : SpaceShape(spec.observation)) obs_shape.push_back(d);
-    const std::vector<py::ssize_t> batch{static_cast<py::ssize_t>(pool_->num_envs())};
-    CheckOut("obs", obs, NumpyDType(spec.observation.dtype), obs_shape);
-    CheckOut("reward", reward, py::dtype::of<float>(), batch);
-    CheckOut("terminated", terminated, py::dtype("bool"), batch);
-    CheckOut("truncated", truncated, py::dtype("bool"), batch);
+    CheckOut("obs", obs, obs_dtype_, obs_shape_);
+    CheckOut("reward", reward, float_dtype_, batch_shape_);
+    CheckOut("terminated", terminated, bool_dtype_, batch_shape_);
+    CheckOut("truncated", truncated, bool_dtype_, batch_shape_);
     BatchOut out;
     out.obs = obs.mutable_data();
     out.reward = static_cast<float*>(reward.mutable_data());
@@ -420,7 +420,7 @@ class PyVectorPool {
 
   static void CheckOut(const char* name, const py::array& a, const py::dtype& dtype,
                        const std::vector<py::ssize_t>& shape) {
-    if (!a.dtype().is(dtype) && !a.dtype().equal(dtype)) {
+    if (!a.dtype().is(dtype) && !a.dtype().equal(dtype)) {  // is(): the common, cheap case
       throw py::type_error(std::string(name) + " must have dtype " + py::str(dtype).cast<std::string>() +
                            ", got " + py::str(a.dtype()).cast<std::string>());
     }
@@ -527,6 +527,11 @@ class PyVectorPool {
   int64_t action_n_ = 0;
   std::vector<py::ssize_t> action_row_shape_;
   py::dtype action_dtype_ = py::dtype::of<float>();
+  // Cached for the per-step checks of step_into.
+  py::dtype obs_dtype_ = py::dtype::of<float>();
+  py::dtype float_dtype_ = py::dtype::of<float>();
+  py::dtype bool_dtype_ = py::dtype("bool");
+  std::vector<py::ssize_t> obs_shape_, batch_shape_;
   std::vector<double> action_low_, action_high_;
 };
 

@@ -1,0 +1,303 @@
+"""BatchPPO: in-graph collection and update over a fastbatch vector env.
+
+One `collect()` call runs a whole rollout of T steps x N envs inside a single `tf.function`:
+the policy samples in-graph and the env is stepped through `tf.numpy_function`, where the pool
+writes observations straight into preallocated, 64-byte-aligned rollout storage. After the
+rollout, that storage is read by TensorFlow through DLPack aliases: no copies. One `update()`
+call runs every epoch and minibatch inside a single `tf.function`.
+
+Truncation bootstraps the value from the final observation (the envs run in SAME_STEP
+autoreset mode, so every stored transition is real: no padded steps); termination does not.
+Observation statistics are frozen from the start of a rollout to the end of its update, then
+updated with that rollout's observations, so the normaliser never drifts between collection
+and update (the first minibatch's probability ratio is exactly 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+import fastbatch
+from fastbatch.tf import as_tensor
+
+from .config import PPOConfig
+from .networks import Policy, Value
+from .normalize import RunningMeanStd
+
+
+def adapt_kl_penalty(beta, kl, target):
+    """The paper's rule: x1.5 when the update's KL exceeds 1.3x the target, /1.5 below 0.7x."""
+    return tf.where(kl > 1.3 * target, beta * 1.5, tf.where(kl < 0.7 * target, beta / 1.5, beta))
+
+
+class Adam(tf.Module):
+    """Adam with global-norm gradient clipping, as variables the checkpoint carries."""
+
+    def __init__(self, variables, learning_rate: float, max_grad_norm: float):
+        super().__init__(name="adam")
+        self.variables_ = list(variables)
+        self.lr = tf.Variable(learning_rate, trainable=False, dtype=tf.float32, name="lr")
+        self.max_grad_norm = max_grad_norm
+        self.m = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.variables_]
+        self.v = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.variables_]
+        self.t = tf.Variable(0.0, trainable=False, name="t")
+
+    def apply(self, grads):
+        grads, norm = tf.clip_by_global_norm(grads, self.max_grad_norm)
+        self.t.assign_add(1.0)
+        b1, b2, eps = 0.9, 0.999, 1e-5
+        lr = self.lr * tf.sqrt(1.0 - b2**self.t) / (1.0 - b1**self.t)
+        for var, g, m, v in zip(self.variables_, grads, self.m, self.v):
+            m.assign(b1 * m + (1.0 - b1) * g)
+            v.assign(b2 * v + (1.0 - b2) * tf.square(g))
+            var.assign_sub(lr * m / (tf.sqrt(v) + eps))
+        return norm
+
+
+class _Host:
+    """Plain Python state of an agent, kept out of tf.Module's attribute tracking (which would
+    wrap these dicts and lists and check them on every access)."""
+
+
+class Agent(tf.Module):
+    """Networks, normalisers, optimiser and counters of one run (everything a checkpoint holds),
+    plus the rollout storage and the env it is bound to (which a checkpoint does not hold)."""
+
+    def __init__(self, config: PPOConfig, env):
+        super().__init__(name="agent")
+        self.config = config
+        self.host = _Host()
+        self.host.env = env
+        obs_space, act_space = env.single_observation_space, env.single_action_space
+        if len(obs_space.shape) != 1:
+            raise ValueError(f"PPO here takes flat Box observations, got shape {obs_space.shape}")
+        self.obs_size = int(obs_space.shape[0])
+        self.discrete = hasattr(act_space, "n")
+        if not self.discrete and len(act_space.shape) != 1:
+            raise ValueError(f"PPO here takes flat Box actions, got shape {act_space.shape}")
+        self.policy = Policy(self.obs_size, act_space, config.policy_layers, config.activation,
+                             config.init_log_std, config.seed)
+        self.value = Value(self.obs_size, config.value_layers, config.activation, config.seed)
+        self.obs_rms = RunningMeanStd([self.obs_size], name="obs_rms")
+        self.ret_rms = RunningMeanStd([], name="ret_rms")
+        self.running_return = tf.Variable(tf.zeros([config.num_envs], tf.float64), trainable=False)
+        variables = list(self.policy.trainable_variables) + list(self.value.trainable_variables)
+        self.optimizer = Adam(variables, config.learning_rate, config.max_grad_norm)
+        self.beta = tf.Variable(config.kl_init_penalty, trainable=False, dtype=tf.float32, name="beta")
+        self.env_steps = tf.Variable(0, trainable=False, dtype=tf.int64, name="env_steps")
+        self.updates = tf.Variable(0, trainable=False, dtype=tf.int64, name="updates")
+        if not self.discrete:
+            self.action_low = tf.constant(act_space.low, tf.float32)
+            self.action_high = tf.constant(act_space.high, tf.float32)
+        self.host.episode_returns, self.host.episode_lengths = [], []
+        self._make_storage()
+
+    # ------------------------------------------------------------------ storage
+    def _make_storage(self) -> None:
+        c = self.config
+        T, N = c.rollout_steps, c.num_envs
+        obs_dtype = np.dtype(self.host.env.single_observation_space.dtype)
+        self.host.store = store = {
+            "obs": fastbatch.aligned_empty((T + 1, N, self.obs_size), obs_dtype),
+            "reward": fastbatch.aligned_empty((T, N), np.float32),
+            "terminated": fastbatch.aligned_empty((T, N), np.bool_),
+            "truncated": fastbatch.aligned_empty((T, N), np.bool_),
+            "final_obs": fastbatch.aligned_empty((T, N, self.obs_size), obs_dtype),
+        }
+        for array in store.values():
+            array.fill(0)
+        # Rows of obs[t] are 64-byte aligned when a row of N observations is a multiple of 64
+        # bytes: then the pool writes each step straight into the rollout (step_into).
+        self.host.direct = (
+            isinstance(self.host.env, fastbatch.NativeVectorEnv)
+            and (N * self.obs_size * obs_dtype.itemsize) % 64 == 0
+        )
+        self.host.scratch = [fastbatch.aligned_empty(N, dt) for dt in (np.float32, np.bool_, np.bool_)]
+        self.host.tensors = {k: as_tensor(v) for k, v in store.items()}  # aliases, no copies
+
+    def start(self, seed: int) -> None:
+        """Resets every env (env i gets seed + i) into slot 0 of the rollout storage."""
+        obs, _ = self.host.env.reset(seed=seed)
+        self.host.store["obs"][0] = obs
+        self.running_return.assign(tf.zeros_like(self.running_return))
+
+    # ------------------------------------------------------------------ collection
+    def _env_step(self, t, actions):
+        t = int(t)
+        host = self.host
+        s = host.store
+        if host.direct:
+            reward, terminated, truncated = host.scratch
+            info = self.host.env.step_into(actions, s["obs"][t + 1], reward, terminated, truncated)
+        else:
+            obs, reward, terminated, truncated, info = self.host.env.step(actions)
+            s["obs"][t + 1] = obs
+        s["reward"][t], s["terminated"][t], s["truncated"][t] = reward, terminated, truncated
+        if "final_obs" in info:
+            for i in np.flatnonzero(info["_final_obs"]):
+                s["final_obs"][t, i] = info["final_obs"][i]
+        if "episode" in info:
+            done = info["_episode"]
+            host.episode_returns.extend(info["episode"]["r"][done].tolist())
+            host.episode_lengths.extend(info["episode"]["l"][done].tolist())
+        return s["obs"][t + 1].astype(np.float32, copy=False)
+
+    def normalize(self, obs):
+        obs = tf.cast(obs, tf.float32)
+        if not self.config.normalize_obs:
+            return obs
+        return self.obs_rms.normalize(obs, self.config.obs_clip)
+
+    @tf.function
+    def collect(self):
+        """One rollout of T steps: returns the sampled actions [T, N, ...]. Everything else the
+        update needs (log-probs, values, distribution parameters) it recomputes in one batch from
+        the stored observations, with the same weights and frozen statistics: the loop stays
+        short and the results are identical."""
+        c = self.config
+        T, N = c.rollout_steps, c.num_envs
+        obs = tf.cast(self.host.tensors["obs"][0], tf.float32)
+        state = self.policy.initial_state(N)
+        reset = tf.ones([N], tf.bool)
+        actions = tf.TensorArray(tf.int64 if self.discrete else tf.float32, T)
+        base = tf.cast(self.env_steps, tf.int32)
+        for t in tf.range(T):
+            params, state = self.policy(self.normalize(obs), state, reset)
+            action = self.policy.sample(params, tf.stack([base, t + 7919 * c.seed]))
+            env_action = action if self.discrete else tf.clip_by_value(action, self.action_low, self.action_high)
+            obs = tf.numpy_function(self._env_step, [t, env_action], tf.float32, stateful=True)
+            obs.set_shape([N, self.obs_size])
+            actions = actions.write(t, action)
+            reset = tf.zeros([N], tf.bool)
+        self.env_steps.assign_add(T * N)
+        return actions.stack()
+
+    # ------------------------------------------------------------------ update
+    def advantages(self, values, rewards, terminated, truncated, final_values, last_values):
+        """GAE(lambda): termination cuts the bootstrap, truncation bootstraps from the final
+        observation's value. All inputs [T, N] except last_values [N]. Returns (adv, returns)."""
+        c = self.config
+        T = c.rollout_steps
+        done = tf.logical_or(terminated, truncated)
+        next_values = tf.concat([values[1:], last_values[None]], axis=0)
+        next_values = tf.where(truncated, final_values, next_values)
+        next_values = tf.where(terminated, tf.zeros_like(next_values), next_values)
+        deltas = rewards + c.gamma * next_values - values
+        not_done = 1.0 - tf.cast(done, tf.float32)
+        adv = tf.TensorArray(tf.float32, T)
+        running = tf.zeros_like(last_values)
+        for t in tf.range(T - 1, -1, -1):
+            running = deltas[t] + c.gamma * c.gae_lambda * not_done[t] * running
+            adv = adv.write(t, running)
+        adv = adv.stack()
+        return adv, adv + values
+
+    def scale_rewards(self, rewards, done):
+        """Divides rewards by the running std of the discounted return (updated step by step)."""
+        c = self.config
+        if not c.normalize_reward:
+            return rewards
+        for t in tf.range(c.rollout_steps):
+            ret = self.running_return * c.gamma + tf.cast(rewards[t], tf.float64)
+            self.ret_rms.update(ret)
+            self.running_return.assign(tf.where(done[t], tf.zeros_like(ret), ret))
+        scale = tf.cast(tf.sqrt(self.ret_rms.var + 1e-8), tf.float32)
+        return tf.clip_by_value(rewards / scale, -c.reward_clip, c.reward_clip)
+
+    @tf.function
+    def update(self, actions):
+        c = self.config
+        T, N = c.rollout_steps, c.num_envs
+        raw_obs = self.host.tensors["obs"]
+        terminated, truncated = self.host.tensors["terminated"], self.host.tensors["truncated"]
+        done = tf.logical_or(terminated, truncated)
+        nobs = self.normalize(tf.reshape(raw_obs[:T], [T * N, self.obs_size]))
+        batch = T * N
+        old_params, _ = self.policy(nobs, self.policy.initial_state(batch), tf.zeros([batch], tf.bool))
+        old_logp = tf.reshape(self.policy.log_prob(old_params, tf.reshape(actions, tf.concat([[batch], tf.shape(actions)[2:]], 0))), [T, N])
+        old_values = tf.reshape(self.value(nobs), [T, N])
+        old_params = tf.reshape(old_params, [T, N, -1])
+        last_values = self.value(self.normalize(raw_obs[T]))
+        final_values = tf.reshape(
+            self.value(self.normalize(tf.reshape(self.host.tensors["final_obs"], [T * N, self.obs_size]))), [T, N]
+        )
+        rewards = self.scale_rewards(self.host.tensors["reward"], done)
+        adv, returns = self.advantages(old_values, rewards, terminated, truncated, final_values, last_values)
+        flat = lambda x: tf.reshape(x, tf.concat([[T * N], tf.shape(x)[2:]], axis=0))  # noqa: E731
+        b_actions, b_logp, b_values = flat(actions), flat(old_logp), flat(old_values)
+        b_params, b_adv, b_returns = flat(old_params), flat(adv), flat(returns)
+        old_log_std = self.policy.log_std if not self.discrete else tf.zeros([0])
+        old_log_std = tf.identity(old_log_std)
+        mb = T * N // c.minibatches
+        stats = tf.zeros([7])
+        first_ratio = tf.constant(0.0)
+        count = 0.0
+        for epoch in tf.range(c.epochs):
+            order = tf.random.experimental.stateless_shuffle(
+                tf.range(T * N), seed=tf.stack([tf.cast(self.updates, tf.int32), epoch + 104729 * c.seed])
+            )
+            for k in tf.range(c.minibatches):
+                idx = order[k * mb : (k + 1) * mb]
+                out = self._minibatch(
+                    tf.gather(nobs, idx), tf.gather(b_actions, idx), tf.gather(b_logp, idx),
+                    tf.gather(b_values, idx), tf.gather(b_params, idx), tf.gather(b_adv, idx),
+                    tf.gather(b_returns, idx), old_log_std,
+                )
+                if epoch == 0 and k == 0:
+                    first_ratio = out[-1]
+                stats += tf.stack(out[:-1])
+                count += 1.0
+        stats /= count
+        kl = stats[3]
+        if c.trust_region == "kl":
+            self.beta.assign(adapt_kl_penalty(self.beta, kl, c.kl_target))
+        self.obs_rms.update(tf.reshape(raw_obs[:T], [T * N, self.obs_size]))
+        self.updates.assign_add(1)
+        var_y = tf.math.reduce_variance(b_returns)
+        explained = 1.0 - tf.math.reduce_variance(b_returns - b_values) / (var_y + 1e-8)
+        return {
+            "loss/policy": stats[0], "loss/value": stats[1], "loss/entropy": stats[2], "kl": kl,
+            "clip_fraction": stats[4], "grad_norm": stats[5], "loss/total": stats[6],
+            "beta": self.beta, "explained_variance": explained, "first_ratio_max_dev": first_ratio,
+            "learning_rate": self.optimizer.lr,
+        }
+
+    def _minibatch(self, obs, actions, old_logp, old_values, old_params, adv, returns, old_log_std):
+        c = self.config
+        adv = (adv - tf.reduce_mean(adv)) / (tf.math.reduce_std(adv) + 1e-8)
+        with tf.GradientTape() as tape:
+            params, _ = self.policy(obs, self.policy.initial_state(tf.shape(obs)[0]), tf.zeros([tf.shape(obs)[0]], tf.bool))
+            logp = self.policy.log_prob(params, actions)
+            ratio = tf.exp(logp - old_logp)
+            kl = tf.reduce_mean(self.policy.kl(old_params, old_log_std, params))
+            if c.trust_region == "clip":
+                clipped = tf.clip_by_value(ratio, 1.0 - c.clip_ratio, 1.0 + c.clip_ratio)
+                policy_loss = -tf.reduce_mean(tf.minimum(ratio * adv, clipped * adv))
+            else:
+                cutoff = c.kl_cutoff_factor * c.kl_target
+                policy_loss = -tf.reduce_mean(ratio * adv) + self.beta * kl
+                policy_loss += c.kl_cutoff_coef * tf.square(tf.maximum(0.0, kl - cutoff))
+            value = self.value(obs)
+            value_loss = tf.square(value - returns)
+            if c.value_clip > 0:
+                clipped_value = old_values + tf.clip_by_value(value - old_values, -c.value_clip, c.value_clip)
+                value_loss = tf.maximum(value_loss, tf.square(clipped_value - returns))
+            value_loss = 0.5 * tf.reduce_mean(value_loss)
+            entropy = tf.reduce_mean(self.policy.entropy(params))
+            loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
+        grads = tape.gradient(loss, self.optimizer.variables_)
+        norm = self.optimizer.apply(grads)
+        clip_frac = tf.reduce_mean(tf.cast(tf.abs(ratio - 1.0) > c.clip_ratio, tf.float32))
+        return [policy_loss, value_loss, entropy, kl, clip_frac, norm, loss,
+                tf.reduce_max(tf.abs(ratio - 1.0))]
+
+    # ------------------------------------------------------------------ acting
+    def act(self, obs, deterministic: bool = True):
+        """Actions for raw observations (clipped to the action space for Box)."""
+        params, _ = self.policy(self.normalize(obs), self.policy.initial_state(tf.shape(obs)[0]),
+                                tf.ones([tf.shape(obs)[0]], tf.bool))
+        action = self.policy.mode(params)
+        if not self.discrete:
+            action = tf.clip_by_value(action, self.action_low, self.action_high)
+        return action

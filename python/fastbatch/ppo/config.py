@@ -1,0 +1,213 @@
+"""PPO configuration: one frozen dataclass, named presets built on its defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """Every knob of a training run. Presets override a few; `--set key=value` overrides any."""
+
+    env_id: str = "CartPole-v1"
+    """Env id: a native fastbatch id, or any gymnasium id (run in worker processes)."""
+    num_envs: int = 16
+    """Envs stepped together; one rollout holds num_envs * rollout_steps transitions."""
+    rollout_steps: int = 128
+    """Steps per env in one rollout (T)."""
+    total_steps: int = 100_000
+    """Env steps to train for (rounded up to whole rollouts)."""
+    seed: int = 0
+    """Seed of the envs (env i gets seed + i), the network initialisation and the sampling."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE(lambda) parameter."""
+    learning_rate: float = 3e-4
+    """Adam step size (policy and value)."""
+    anneal_lr: bool = False
+    """Decay the learning rate linearly to zero over the run."""
+    epochs: int = 10
+    """Passes over each rollout per update."""
+    minibatches: int = 4
+    """Minibatches per epoch."""
+    trust_region: str = "clip"
+    """'clip' (clipped surrogate, today's default) or 'kl' (the paper's adaptive KL penalty)."""
+    clip_ratio: float = 0.2
+    """Clipping range of the probability ratio ('clip' mode)."""
+    kl_target: float = 0.01
+    """Target KL per update ('kl' mode): the penalty grows x1.5 above 1.3x it, shrinks /1.5 below 0.7x."""
+    kl_init_penalty: float = 1.0
+    """Initial KL penalty coefficient beta ('kl' mode)."""
+    kl_cutoff_factor: float = 2.0
+    """Above kl_cutoff_factor * kl_target a steep quadratic penalty applies ('kl' mode)."""
+    kl_cutoff_coef: float = 1000.0
+    """Weight of that quadratic penalty ('kl' mode)."""
+    value_coef: float = 0.5
+    """Weight of the value loss."""
+    value_clip: float = 0.0
+    """Clip the value update to +-value_clip around the old value; 0 turns it off."""
+    entropy_coef: float = 0.0
+    """Weight of the entropy bonus."""
+    max_grad_norm: float = 0.5
+    """Global gradient-norm clipping."""
+    policy_layers: tuple[int, ...] = (64, 64)
+    """Hidden layer sizes of the policy MLP."""
+    value_layers: tuple[int, ...] = (64, 64)
+    """Hidden layer sizes of the value MLP."""
+    activation: str = "tanh"
+    """Hidden activation: 'tanh' or 'relu'."""
+    init_log_std: float = 0.0
+    """Initial log standard deviation of the Gaussian policy (Box actions)."""
+    normalize_obs: bool = True
+    """Normalise observations by running mean/std (frozen during each rollout and its update)."""
+    obs_clip: float = 10.0
+    """Clip normalised observations to +-obs_clip."""
+    normalize_reward: bool = True
+    """Scale rewards by the running std of the discounted return."""
+    reward_clip: float = 10.0
+    """Clip scaled rewards to +-reward_clip."""
+    backend: str | None = None
+    """fastbatch.make backend: None chooses (native ids native, others 'process')."""
+    num_threads: int | None = None
+    """Worker threads (native) or processes (process backend); None: the machine's cores."""
+    tf_inter_op_threads: int = 1
+    """TensorFlow inter-op threads (0: TF's default). One avoids a thread hop per env step."""
+    checkpoint_every: int = 20
+    """Save a checkpoint every this many updates (and at the end)."""
+    eval_episodes: int = 10
+    """Episodes of the final deterministic evaluation."""
+    return_window: int = 20
+    """Training episodes averaged for the reported return."""
+
+    def __post_init__(self) -> None:
+        positive = ("num_envs", "rollout_steps", "total_steps", "epochs", "minibatches",
+                    "checkpoint_every", "return_window")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.eval_episodes < 0:
+            raise ValueError(f"eval_episodes must be >= 0, got {self.eval_episodes}")
+        if self.trust_region not in ("clip", "kl"):
+            raise ValueError(f"trust_region must be 'clip' or 'kl', got {self.trust_region!r}")
+        if self.activation not in ("tanh", "relu"):
+            raise ValueError(f"activation must be 'tanh' or 'relu', got {self.activation!r}")
+        if not 0 < self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
+            raise ValueError("gamma must be in (0, 1] and gae_lambda in [0, 1]")
+        if (self.num_envs * self.rollout_steps) % self.minibatches:
+            raise ValueError(
+                f"num_envs * rollout_steps ({self.num_envs * self.rollout_steps}) must be divisible "
+                f"by minibatches ({self.minibatches})"
+            )
+        for name in ("learning_rate", "clip_ratio", "kl_target", "max_grad_norm"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.rollout_steps
+
+    def replace(self, **changes: Any) -> PPOConfig:
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> PPOConfig:
+        data = json.loads(text)
+        for name in ("policy_layers", "value_layers"):
+            data[name] = tuple(data[name])
+        return cls(**data)
+
+
+PRESETS: dict[str, PPOConfig] = {
+    # Classic control on native envs: small nets, short rollouts, many envs.
+    "cartpole": PPOConfig(
+        env_id="CartPole-v1", num_envs=8, rollout_steps=64, total_steps=100_000, gamma=0.98,
+        gae_lambda=0.8, learning_rate=1e-3, anneal_lr=True, epochs=10, minibatches=2,
+        entropy_coef=0.0, normalize_obs=False, normalize_reward=False,
+    ),
+    "pendulum": PPOConfig(
+        env_id="Pendulum-v1", num_envs=16, rollout_steps=128, total_steps=300_000, gamma=0.95,
+        gae_lambda=0.95, learning_rate=1e-3, anneal_lr=True, epochs=10, minibatches=8,
+        init_log_std=-0.5,
+    ),
+    "acrobot": PPOConfig(
+        env_id="Acrobot-v1", num_envs=16, rollout_steps=128, total_steps=300_000, gamma=0.99,
+        gae_lambda=0.94, learning_rate=1e-3, epochs=4, minibatches=4, normalize_reward=False,
+    ),
+    "mountaincar_continuous": PPOConfig(
+        env_id="MountainCarContinuous-v0", num_envs=16, rollout_steps=256, total_steps=500_000,
+        gamma=0.999, gae_lambda=0.9, learning_rate=3e-4, epochs=10, minibatches=8,
+        entropy_coef=0.005, init_log_std=0.0,
+    ),
+    # MuJoCo locomotion through gymnasium and the process backend.
+    "halfcheetah": PPOConfig(
+        env_id="HalfCheetah-v5", num_envs=8, rollout_steps=256, total_steps=1_000_000,
+        learning_rate=3e-4, anneal_lr=True, epochs=10, minibatches=32,
+    ),
+    "hopper": PPOConfig(
+        env_id="Hopper-v5", num_envs=8, rollout_steps=256, total_steps=1_000_000,
+        learning_rate=3e-4, anneal_lr=True, epochs=10, minibatches=32,
+    ),
+    "walker2d": PPOConfig(
+        env_id="Walker2d-v5", num_envs=8, rollout_steps=256, total_steps=1_000_000,
+        learning_rate=3e-4, anneal_lr=True, epochs=10, minibatches=32,
+    ),
+    "ant": PPOConfig(
+        env_id="Ant-v5", num_envs=8, rollout_steps=256, total_steps=1_000_000,
+        learning_rate=3e-4, anneal_lr=True, epochs=10, minibatches=32,
+    ),
+}
+
+
+def _parse_value(name: str, text: str) -> Any:
+    kinds = {f.name: f.type for f in fields(PPOConfig)}
+    kind = kinds[name]
+    if kind == "bool":
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"{name} takes true/false, got {text!r}")
+    if kind == "int":
+        return int(text)
+    if kind == "float":
+        return float(text)
+    if kind.startswith("tuple"):
+        return tuple(int(x) for x in text.replace("(", "").replace(")", "").split(",") if x.strip())
+    if kind == "int | None":
+        return None if text.lower() == "none" else int(text)
+    if kind == "str | None":
+        return None if text.lower() == "none" else text
+    return text
+
+
+def resolve(name: str, overrides: list[str] | tuple[str, ...] = (), **changes: Any) -> PPOConfig:
+    """A preset (or the defaults for an env id), then `key=value` overrides, then `changes`."""
+    if name in PRESETS:
+        config = PRESETS[name]
+    else:
+        config = PPOConfig().replace(env_id=name)
+    known = {f.name for f in fields(PPOConfig)}
+    parsed: dict[str, Any] = {}
+    for item in overrides:
+        if "=" not in item:
+            raise ValueError(f"--set takes key=value, got {item!r}")
+        key, text = item.split("=", 1)
+        key = key.strip()
+        if key not in known:
+            raise ValueError(f"unknown config key {key!r}; known keys: {', '.join(sorted(known))}")
+        try:
+            parsed[key] = _parse_value(key, text.strip())
+        except ValueError as exc:
+            raise ValueError(f"bad value for {key}: {exc}") from None
+    unknown = set(changes) - known
+    if unknown:
+        raise ValueError(f"unknown config key(s) {sorted(unknown)}")
+    return config.replace(**parsed, **changes)

@@ -1,0 +1,240 @@
+"""The training run: env, agent, logging, checkpoints, evaluation, plot and export.
+
+Layout of a run directory:
+    config.json     the resolved config          events.*      TensorBoard summaries
+    checkpoints/    tf.train checkpoints         curve.png     learning curve
+    progress.csv    env steps, seconds, return   policy/       SavedModel (raw obs -> action)
+    result.json     final figures
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+import fastbatch
+
+from .agent import Agent
+from .config import PPOConfig
+
+
+def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = None):
+    kwargs: dict[str, Any] = {"autoreset_mode": "same_step", "seed": config.seed if seed is None else seed}
+    if config.backend is not None:
+        kwargs["backend"] = config.backend
+    native = config.backend == "native" or (config.backend is None and config.env_id in fastbatch.list_envs())
+    # The batches of a PPO run are small next to the network's work: one env thread keeps the
+    # cores for TensorFlow (threads that outnumber cores slow both down).
+    threads = config.num_threads if config.num_threads is not None else (1 if native else None)
+    if threads is not None:
+        kwargs["num_threads" if native else "num_workers"] = threads
+    return fastbatch.make(config.env_id, config.num_envs if num_envs is None else num_envs, **kwargs)
+
+
+def check_compatible(config: PPOConfig, env) -> None:
+    """Refuses configs that cannot apply to the env's spaces, with the reason."""
+    space = env.single_action_space
+    if config.init_log_std != PPOConfig().init_log_std and hasattr(space, "n"):
+        raise ValueError(f"init_log_std applies to Box actions, but {config.env_id} has {space}")
+
+
+class _Progress:
+    """A tqdm bar when available and wanted, else nothing."""
+
+    def __init__(self, total: int, initial: int, enabled: bool):
+        self.bar = None
+        if enabled:
+            try:
+                from tqdm.auto import tqdm
+
+                self.bar = tqdm(total=total, initial=initial, unit="step", unit_scale=True, dynamic_ncols=True)
+            except ImportError:
+                pass
+
+    def update(self, n: int, **fields) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix(fields, refresh=False)
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class PolicyExport(tf.Module):
+    """The exported policy: raw observations in (normaliser inside), deterministic actions out."""
+
+    def __init__(self, agent: Agent):
+        super().__init__()
+        self.agent = agent
+        self.serve = tf.function(
+            lambda obs: agent.act(obs), input_signature=[tf.TensorSpec([None, agent.obs_size], tf.float32)]
+        )
+
+
+def train(
+    config: PPOConfig,
+    logdir: str | Path,
+    *,
+    resume: bool = False,
+    progress: bool = True,
+    max_updates: int | None = None,
+) -> dict[str, Any]:
+    """Trains a policy as `config` says, writing everything to `logdir`. Returns the results.
+
+    With ``resume=True`` the latest checkpoint in ``logdir`` is restored (weights, optimiser,
+    normalisers, KL penalty, counters) and the run continues. The envs restart from a seed
+    derived from the update count at every checkpoint boundary, so a resumed run follows the
+    same trajectory as an uninterrupted one. ``max_updates`` stops early (for tests).
+    """
+    logdir = Path(logdir)
+    logdir.mkdir(parents=True, exist_ok=True)
+    config_file = logdir / "config.json"
+    if resume:
+        if not config_file.exists():
+            raise FileNotFoundError(f"nothing to resume in {logdir}: no config.json")
+        config = PPOConfig.from_json(config_file.read_text())
+    else:
+        config_file.write_text(config.to_json())
+    tf.random.set_seed(config.seed)
+    if config.tf_inter_op_threads:
+        try:
+            tf.config.threading.set_inter_op_parallelism_threads(config.tf_inter_op_threads)
+        except RuntimeError:  # TensorFlow already started in this process: keep its setting
+            pass
+    env = make_env(config)
+    check_compatible(config, env)
+    agent = Agent(config, env)
+    checkpoint = tf.train.Checkpoint(agent=agent)
+    manager = tf.train.CheckpointManager(checkpoint, logdir / "checkpoints", max_to_keep=3)
+    if resume:
+        if manager.latest_checkpoint is None:
+            raise FileNotFoundError(f"nothing to resume in {logdir}: no checkpoint")
+        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+    writer = tf.summary.create_file_writer(str(logdir))
+    steps_per_update = config.batch_size
+    total_updates = math.ceil(config.total_steps / steps_per_update)
+    done_updates = int(agent.updates.numpy())
+    curve_file = logdir / "progress.csv"
+    if not resume and curve_file.exists():
+        curve_file.unlink()
+    bar = _Progress(total_updates * steps_per_update, done_updates * steps_per_update, progress)
+    start = time.perf_counter()
+    elapsed_before = _elapsed(logdir) if resume else 0.0
+    metrics: dict[str, float] = {}
+    try:
+        while done_updates < total_updates and (max_updates is None or done_updates < max_updates):
+            if done_updates % config.checkpoint_every == 0:
+                agent.start(config.seed + 1_000_003 * (done_updates // config.checkpoint_every))
+            t0 = time.perf_counter()
+            actions = agent.collect()
+            t1 = time.perf_counter()
+            metrics = {k: float(v) for k, v in agent.update(actions).items()}
+            t2 = time.perf_counter()
+            agent.host.store["obs"][0] = agent.host.store["obs"][-1]
+            done_updates = int(agent.updates.numpy())
+            env_steps = int(agent.env_steps.numpy())
+            window = agent.host.episode_returns[-config.return_window :]
+            mean_return = float(np.mean(window)) if window else float("nan")
+            seconds = elapsed_before + time.perf_counter() - start
+            metrics.update({
+                "sps": steps_per_update / (t2 - t0), "sps/collect": steps_per_update / (t1 - t0),
+                "episode/return": mean_return,
+                "episode/length": float(np.mean(agent.host.episode_lengths[-config.return_window :])) if window else float("nan"),
+            })
+            with writer.as_default(step=env_steps):
+                for key, value in metrics.items():
+                    if not math.isnan(value):
+                        tf.summary.scalar(key, value)
+            with curve_file.open("a", newline="") as f:
+                csv.writer(f).writerow([env_steps, f"{seconds:.3f}", f"{mean_return:.4f}"])
+            bar.update(steps_per_update, ret=f"{mean_return:.1f}", sps=f"{metrics['sps']:.0f}")
+            if config.anneal_lr:
+                agent.optimizer.lr.assign(config.learning_rate * (1.0 - done_updates / total_updates))
+            if done_updates % config.checkpoint_every == 0 or done_updates == total_updates:
+                manager.save(checkpoint_number=done_updates)
+    finally:
+        bar.close()
+        writer.flush()
+    result = {
+        "env_id": config.env_id, "updates": done_updates, "env_steps": int(agent.env_steps.numpy()),
+        "seconds": elapsed_before + time.perf_counter() - start,
+        "train_return": metrics.get("episode/return", float("nan")),
+    }
+    if done_updates >= total_updates:
+        result["eval_return"] = evaluate_agent(agent, config) if config.eval_episodes else None
+        export_policy(agent, logdir / "policy")
+        plot_curve(curve_file, logdir / "curve.png", config)
+    (logdir / "result.json").write_text(json.dumps(result, indent=2))
+    env.close()
+    return result
+
+
+def _elapsed(logdir: Path) -> float:
+    rows = (logdir / "progress.csv").read_text().strip().splitlines() if (logdir / "progress.csv").exists() else []
+    return float(rows[-1].split(",")[1]) if rows else 0.0
+
+
+def evaluate_agent(agent: Agent, config: PPOConfig, episodes: int | None = None) -> float:
+    """Mean return of deterministic actions over `episodes` episodes on fresh envs."""
+    episodes = episodes or config.eval_episodes
+    env = make_env(config, num_envs=min(episodes, 16), seed=config.seed + 10_000)
+    returns = run_episodes(env, lambda obs: agent.act(tf.constant(obs, tf.float32)).numpy(), episodes)
+    env.close()
+    return float(np.mean(returns))
+
+
+def run_episodes(env, policy, episodes: int) -> list[float]:
+    """Returns of the first `episodes` episodes that `policy` (batch obs -> actions) plays."""
+    obs, _ = env.reset()
+    returns: list[float] = []
+    while len(returns) < episodes:
+        obs, _, _, _, info = env.step(policy(np.asarray(obs, np.float32)))
+        if "episode" in info:
+            returns.extend(info["episode"]["r"][info["_episode"]].tolist())
+    return returns[:episodes]
+
+
+def export_policy(agent: Agent, path: Path) -> None:
+    module = PolicyExport(agent)
+    tf.saved_model.save(module, str(path), signatures={"serving_default": module.serve})
+
+
+def plot_curve(csv_file: Path, png: Path, config: PPOConfig) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = np.loadtxt(csv_file, delimiter=",", ndmin=2)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(data[:, 0], data[:, 2], label="mean training return")
+    ax.set_xlabel("env steps")
+    ax.set_ylabel(f"return (last {config.return_window} episodes)")
+    ax.set_title(f"BatchPPO on {config.env_id}")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+
+
+def evaluate_saved(path: str | Path, env_id: str, episodes: int, seed: int = 0, **make_kwargs) -> list[float]:
+    """Plays `episodes` episodes of `env_id` with a SavedModel exported by `train`."""
+    model = tf.saved_model.load(str(path))
+    serve = model.signatures["serving_default"]
+    env = fastbatch.make(env_id, min(episodes, 16), seed=seed, autoreset_mode="same_step", **make_kwargs)
+
+    def policy(obs):
+        out = serve(obs=tf.constant(obs, tf.float32))
+        return next(iter(out.values())).numpy()
+
+    returns = run_episodes(env, policy, episodes)
+    env.close()
+    return returns

@@ -1,0 +1,173 @@
+"""BatchPPO: the algorithm's parts against numpy references, checkpoints, export, the CLI, and a
+short learning run that a broken learner cannot pass."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")  # installed by the test extra
+
+import fastbatch  # noqa: E402
+from fastbatch.ppo import PPOConfig, resolve, train  # noqa: E402
+from fastbatch.ppo.agent import Agent, adapt_kl_penalty  # noqa: E402
+from fastbatch.ppo.normalize import RunningMeanStd  # noqa: E402
+from fastbatch.ppo.train import make_env  # noqa: E402
+
+TINY = dict(num_envs=4, rollout_steps=16, minibatches=2, epochs=2, checkpoint_every=2, eval_episodes=2,
+            policy_layers=(16,), value_layers=(16,))
+
+
+def gae_reference(values, rewards, terminated, truncated, final_values, last_values, gamma, lam):
+    T, N = values.shape
+    adv = np.zeros((T, N))
+    running = np.zeros(N)
+    for t in reversed(range(T)):
+        next_v = last_values if t == T - 1 else values[t + 1]
+        next_v = np.where(truncated[t], final_values[t], next_v)
+        next_v = np.where(terminated[t], 0.0, next_v)
+        delta = rewards[t] + gamma * next_v - values[t]
+        running = delta + gamma * lam * (1.0 - (terminated[t] | truncated[t])) * running
+        adv[t] = running
+    return adv, adv + values
+
+
+def test_gae_handles_termination_and_truncation_like_the_numpy_reference():
+    config = resolve("CartPole-v1", **TINY)
+    env = make_env(config)
+    agent = Agent(config, env)
+    rng = np.random.default_rng(0)
+    T, N = config.rollout_steps, config.num_envs
+    values, rewards = rng.normal(size=(T, N)), rng.normal(size=(T, N))
+    terminated, truncated = rng.random((T, N)) < 0.1, rng.random((T, N)) < 0.1
+    final_values, last_values = rng.normal(size=(T, N)), rng.normal(size=N)
+    f32 = lambda x: tf.constant(x, tf.float32)  # noqa: E731
+    adv, ret = agent.advantages(f32(values), f32(rewards), tf.constant(terminated), tf.constant(truncated),
+                                f32(final_values), f32(last_values))
+    ref_adv, ref_ret = gae_reference(values, rewards, terminated, truncated, final_values, last_values,
+                                     config.gamma, config.gae_lambda)
+    np.testing.assert_allclose(adv.numpy(), ref_adv, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ret.numpy(), ref_ret, rtol=1e-4, atol=1e-4)
+    env.close()
+
+
+def test_kl_penalty_adaptation_rule():
+    target = 0.01
+    assert float(adapt_kl_penalty(2.0, 0.02, target)) == pytest.approx(3.0)
+    assert float(adapt_kl_penalty(3.0, 0.001, target)) == pytest.approx(2.0)
+    assert float(adapt_kl_penalty(2.0, 0.01, target)) == pytest.approx(2.0)
+
+
+def test_running_statistics_match_numpy():
+    rms = RunningMeanStd([3])
+    rng = np.random.default_rng(1)
+    batches = [rng.normal(loc=2.0, scale=3.0, size=(n, 3)) for n in (5, 50, 7, 200)]
+    for b in batches:
+        rms.update(tf.constant(b))
+    data = np.concatenate(batches)
+    np.testing.assert_allclose(rms.mean.numpy(), data.mean(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(rms.var.numpy(), data.var(axis=0), rtol=1e-4)
+    normalized = rms.normalize(tf.constant(data[:4]), clip=10.0).numpy()
+    np.testing.assert_allclose(normalized, (data[:4] - data.mean(0)) / np.sqrt(data.var(0) + 1e-8), rtol=1e-4)
+
+
+@pytest.mark.parametrize("env_id, region", [("CartPole-v1", "clip"), ("Pendulum-v1", "kl")])
+def test_first_minibatch_ratio_is_exactly_one(env_id, region):
+    config = resolve(env_id, trust_region=region, **TINY)
+    env = make_env(config)
+    agent = Agent(config, env)
+    agent.start(0)
+    for _ in range(3):  # the normaliser has moved between rollouts, never within one
+        metrics = agent.update(agent.collect())
+        assert float(metrics["first_ratio_max_dev"]) < 1e-6
+        agent.host.store["obs"][0] = agent.host.store["obs"][-1]
+    if region == "kl":
+        assert float(metrics["beta"]) != config.kl_init_penalty
+    env.close()
+
+
+def test_resume_continues_the_run_exactly(tmp_path):
+    tf.config.experimental.enable_op_determinism()
+    config = resolve("Pendulum-v1", total_steps=4 * 64, **TINY)
+    whole = train(config, tmp_path / "whole", progress=False)
+    train(config, tmp_path / "split", progress=False, max_updates=2)
+    resumed = train(None, tmp_path / "split", resume=True, progress=False)
+    assert resumed["updates"] == whole["updates"] == 4
+    assert resumed["env_steps"] == whole["env_steps"]
+    weights = []
+    for run in ("whole", "split"):
+        reader = tf.train.load_checkpoint(str(tmp_path / run / "checkpoints"))
+        weights.append({k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map() if "agent" in k})
+    assert weights[0].keys() == weights[1].keys() and len(weights[0]) > 10
+    for key in weights[0]:
+        np.testing.assert_allclose(weights[0][key], weights[1][key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+def test_saved_model_reproduces_the_deterministic_policy(tmp_path):
+    config = resolve("Pendulum-v1", total_steps=2 * 64, **TINY)
+    train(config, tmp_path, progress=False)
+    model = tf.saved_model.load(str(tmp_path / "policy"))
+    env = make_env(config)
+    agent = Agent(config, env)
+    tf.train.Checkpoint(agent=agent).restore(tf.train.latest_checkpoint(str(tmp_path / "checkpoints")))
+    obs = np.random.default_rng(0).normal(size=(32, 3)).astype(np.float32) * 3
+    served = next(iter(model.signatures["serving_default"](obs=tf.constant(obs)).values())).numpy()
+    np.testing.assert_allclose(served, agent.act(tf.constant(obs)).numpy(), rtol=1e-6, atol=1e-6)
+    assert np.all(np.abs(served) <= 2.0)  # clipped to the action space
+    env.close()
+
+
+def test_cli_trains_end_to_end_and_evaluates(tmp_path):
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "fastbatch", "train", "cartpole", "--steps", "1024", "--logdir", str(run),
+           "--quiet", "--set", "eval_episodes=2", "--set", "num_envs=4"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    for name in ("config.json", "progress.csv", "curve.png", "result.json", "policy/saved_model.pb"):
+        assert (run / name).exists(), name
+    assert list(run.glob("events.out.tfevents.*")) and list((run / "checkpoints").glob("ckpt-*"))
+    assert json.loads((run / "config.json").read_text())["num_envs"] == 4
+    result = json.loads((run / "result.json").read_text())
+    assert result["env_steps"] >= 1024 and result["eval_return"] is not None
+    out = subprocess.run([sys.executable, "-m", "fastbatch", "eval", str(run / "policy"), "--env", "CartPole-v1",
+                          "--episodes", "3"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["episodes"] == 3
+
+
+def test_ppo_learns_cartpole_within_a_small_budget(tmp_path):
+    result = train(resolve("cartpole", total_steps=61_440, eval_episodes=5), tmp_path, progress=False)
+    # Random play scores about 22; this budget reaches 400-500 (seeds 0-2, measured).
+    assert result["train_return"] > 200 and result["eval_return"] > 200, result
+
+
+@pytest.mark.parametrize(
+    "name, overrides, changes, match",
+    [
+        ("cartpole", ["no_such_key=1"], {}, "unknown config key 'no_such_key'"),
+        ("cartpole", ["num_envs"], {}, "key=value"),
+        ("cartpole", ["epochs=many"], {}, "bad value for epochs"),
+        ("cartpole", [], {"total_steps": -5}, "total_steps must be a positive integer"),
+        ("cartpole", ["trust_region=trpo"], {}, "trust_region"),
+        ("cartpole", ["minibatches=3"], {}, "divisible"),
+    ],
+)
+def test_bad_configs_are_refused(name, overrides, changes, match):
+    with pytest.raises(ValueError, match=match):
+        resolve(name, overrides, **changes)
+
+
+def test_a_preset_for_the_wrong_action_space_is_refused(tmp_path):
+    config = resolve("pendulum", ["env_id=CartPole-v1"], **TINY)
+    with pytest.raises(ValueError, match="init_log_std applies to Box actions"):
+        train(config, tmp_path, progress=False)
+
+
+def test_config_round_trips_through_json():
+    config = resolve("halfcheetah")
+    assert PPOConfig.from_json(config.to_json()) == config
+    assert fastbatch.__version__
