@@ -140,9 +140,9 @@ def test_cli_trains_end_to_end_and_evaluates(tmp_path):
 
 
 def test_ppo_learns_cartpole_within_a_small_budget(tmp_path):
-    result = train(resolve("cartpole", total_steps=61_440, eval_episodes=5), tmp_path, progress=False)
-    # Random play scores about 22; this budget reaches 400-500 (seeds 0-2, measured).
-    assert result["train_return"] > 200 and result["eval_return"] > 200, result
+    result = train(resolve("cartpole", total_steps=81_920, eval_episodes=5), tmp_path, progress=False)
+    # Random play scores about 22; this budget reaches 498-500 (seeds 0-2, measured, ~5 s).
+    assert result["train_return"] > 300 and result["eval_return"] > 300, result
 
 
 @pytest.mark.parametrize(

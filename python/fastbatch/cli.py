@@ -41,6 +41,9 @@ def _train(args) -> int:
 def _eval(args) -> int:
     from fastbatch.ppo import evaluate_saved
 
+    if args.episodes < 1:
+        raise SystemExit("fastbatch eval: --episodes must be at least 1")
+
     returns = evaluate_saved(args.policy, args.env, args.episodes, seed=args.seed)
     print(json.dumps({"env_id": args.env, "episodes": len(returns), "mean_return": sum(returns) / len(returns),
                       "returns": returns}, indent=2))

@@ -32,7 +32,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from fastbatch import _core, _process_worker
+from fastbatch import _core
 from fastbatch._shm import (
     CMD_SEQ,
     DONE_SEQ,
@@ -184,7 +184,8 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
         deadline = time.monotonic() + timeout
         conn = self._conns[w]
         while not conn.poll(0.05):
-            self._check_alive()
+            if self._processes[w].poll() is not None and not conn.poll():
+                self._check_alive()
             if time.monotonic() > deadline:
                 raise TimeoutError(f"worker {w} did not answer within {timeout:.0f} s")
         message = conn.recv()
@@ -282,14 +283,17 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
                     raise ValueError(f"options['reset_mask'] must have shape ({self.num_envs},), got {given.shape}")
                 if not given.any():
                     raise ValueError("options['reset_mask'] must contain at least one True value")
-                if not self._reset_called or self._broken:
-                    raise ValueError("the first reset (and the one after an error) must reset every env")
+                if not self._reset_called:
+                    raise ValueError("the first reset must reset every env (no reset_mask)")
+                if self._broken:
+                    raise RuntimeError(
+                        "a previous step raised an env error, so envs outside the mask may be out of "
+                        "step with the observations you hold; call reset() without a mask first"
+                    )
                 mask, masked = given, True
         seeds = _seed_list(seed, self.num_envs)
         if seed is None and self._pending_seeds is not None:
             seeds, self._pending_seeds = self._pending_seeds, None
-        self._drain()
-        self._settle()
         workers = list(range(len(self._processes)))
         if masked:
             workers = [w for w in workers if mask[self._bounds[w] : self._bounds[w + 1]].any()]
@@ -297,8 +301,9 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
             if busy:
                 raise AsyncStateError(f"workers {sorted(busy)} have envs in flight; recv() them first")
         else:
-            self._in_flight = []
+            self._drain()  # a full reset discards every step in flight
             self._idle_workers = list(range(len(self._processes)))
+        self._settle()
         v = self._v
         v["reset_mask"][:] = mask
         v["seed_set"][:] = [s is not None for s in seeds]
@@ -321,9 +326,9 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
         return self._step_all(actions)
 
     def _step_all(self, actions):
+        self._settle()  # a step a Ctrl-C left running must not see the new actions
         self._write_actions(actions, np.arange(self.num_envs))
         workers = list(range(len(self._processes)))
-        self._settle()
         self._dispatch(OP_STEP, workers)
         self._wait_for(workers)
         infos, ended = self._collect(workers)
@@ -390,8 +395,8 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
         else:
             workers = self._workers_of(np.asarray(env_ids))
         ids = np.concatenate([np.arange(self._bounds[w], self._bounds[w + 1]) for w in workers])
-        self._write_actions(actions, ids)
         self._settle()
+        self._write_actions(actions, ids)
         self._dispatch(OP_STEP, workers)
         self._in_flight += workers
         self._idle_workers = [w for w in self._idle_workers if w not in workers]
@@ -481,9 +486,10 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
                 self._dispatch(OP_CLOSE, live)
             except Exception:  # noqa: BLE001 - closing must go on
                 pass
+        deadline = time.monotonic() + 2.0  # for all workers together, then kill
         for process in self._processes:
             try:
-                process.wait(timeout=2.0)
+                process.wait(timeout=max(0.01, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=2.0)

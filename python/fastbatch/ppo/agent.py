@@ -149,31 +149,42 @@ class Agent(tf.Module):
             return obs
         return self.obs_rms.normalize(obs, self.config.obs_clip)
 
-    @tf.function
+    # The graph functions below are written with explicit tf.while_loop and autograph off:
+    # autograph's source transformation was most of the start-up time (about 2 s of 2.3 s).
+    # The rollout storage is passed in as arguments, never captured: tf.function would bake a
+    # captured tensor of up to 128 elements into the graph as a constant.
+
     def collect(self):
-        """One rollout of T steps: returns the sampled actions [T, N, ...]. Everything else the
-        update needs (log-probs, values, distribution parameters) it recomputes in one batch from
-        the stored observations, with the same weights and frozen statistics: the loop stays
-        short and the results are identical."""
+        """One rollout of T steps: returns the sampled actions [T, N, ...]."""
+        return self._collect(self.host.tensors["obs"])
+
+    @tf.function(autograph=False)
+    def _collect(self, obs_store):
+        """Everything else the update needs (log-probs, values, distribution parameters) it
+        recomputes in one batch from the stored observations, with the same weights and frozen
+        statistics: the loop stays short and the results are identical."""
         c = self.config
         T, N = c.rollout_steps, c.num_envs
-        obs = tf.cast(self.host.tensors["obs"][0], tf.float32)
-        state = self.policy.initial_state(N)
-        reset = tf.ones([N], tf.bool)
-        actions = tf.TensorArray(tf.int64 if self.discrete else tf.float32, T)
         base = tf.cast(self.env_steps, tf.int32)
-        for t in tf.range(T):
-            params, state = self.policy(self.normalize(obs), state, reset)
+        state0 = self.policy.initial_state(N)
+
+        def body(t, obs, state, actions):
+            params, state = self.policy(self.normalize(obs), state, tf.fill([N], tf.equal(t, 0)))
             action = self.policy.sample(params, tf.stack([base, t + 7919 * c.seed]))
             env_action = action if self.discrete else tf.clip_by_value(action, self.action_low, self.action_high)
-            obs = tf.numpy_function(self._env_step, [t, env_action], tf.float32, stateful=True)
-            obs.set_shape([N, self.obs_size])
-            actions = actions.write(t, action)
-            reset = tf.zeros([N], tf.bool)
+            next_obs = tf.numpy_function(self._env_step, [t, env_action], tf.float32, stateful=True)
+            next_obs.set_shape([N, self.obs_size])
+            return t + 1, next_obs, state, actions.write(t, action)
+
+        actions = tf.TensorArray(tf.int64 if self.discrete else tf.float32, T)
+        _, _, _, actions = tf.while_loop(
+            lambda t, *_: t < T, body,
+            (tf.constant(0), tf.cast(obs_store[0], tf.float32), state0, actions),
+            shape_invariants=(tf.TensorShape([]), tf.TensorShape([N, self.obs_size]), state0.shape, None),
+        )
         self.env_steps.assign_add(T * N)
         return actions.stack()
 
-    # ------------------------------------------------------------------ update
     def advantages(self, values, rewards, terminated, truncated, final_values, last_values):
         """GAE(lambda): termination cuts the bootstrap, truncation bootstraps from the final
         observation's value. All inputs [T, N] except last_values [N]. Returns (adv, returns)."""
@@ -185,11 +196,14 @@ class Agent(tf.Module):
         next_values = tf.where(terminated, tf.zeros_like(next_values), next_values)
         deltas = rewards + c.gamma * next_values - values
         not_done = 1.0 - tf.cast(done, tf.float32)
-        adv = tf.TensorArray(tf.float32, T)
-        running = tf.zeros_like(last_values)
-        for t in tf.range(T - 1, -1, -1):
+
+        def body(t, running, adv):
             running = deltas[t] + c.gamma * c.gae_lambda * not_done[t] * running
-            adv = adv.write(t, running)
+            return t - 1, running, adv.write(t, running)
+
+        _, _, adv = tf.while_loop(
+            lambda t, *_: t >= 0, body, (tf.constant(T - 1), tf.zeros_like(last_values), tf.TensorArray(tf.float32, T))
+        )
         adv = adv.stack()
         return adv, adv + values
 
@@ -198,69 +212,82 @@ class Agent(tf.Module):
         c = self.config
         if not c.normalize_reward:
             return rewards
-        for t in tf.range(c.rollout_steps):
+
+        def body(t):
             ret = self.running_return * c.gamma + tf.cast(rewards[t], tf.float64)
-            self.ret_rms.update(ret)
-            self.running_return.assign(tf.where(done[t], tf.zeros_like(ret), ret))
-        scale = tf.cast(tf.sqrt(self.ret_rms.var + 1e-8), tf.float32)
+            with tf.control_dependencies([self.ret_rms.update(ret)]):
+                assign = self.running_return.assign(tf.where(done[t], tf.zeros_like(ret), ret))
+            with tf.control_dependencies([assign]):
+                return (t + 1,)
+
+        (steps,) = tf.while_loop(lambda t: t < c.rollout_steps, body, (tf.constant(0),))
+        with tf.control_dependencies([steps]):
+            scale = tf.cast(tf.sqrt(self.ret_rms.var + 1e-8), tf.float32)
         return tf.clip_by_value(rewards / scale, -c.reward_clip, c.reward_clip)
 
-    @tf.function
     def update(self, actions):
+        """All epochs and minibatches of one update; returns the logged metrics."""
+        t = self.host.tensors
+        return self._update(actions, t["obs"], t["reward"], t["terminated"], t["truncated"], t["final_obs"])
+
+    @tf.function(autograph=False)
+    def _update(self, actions, raw_obs, reward, terminated, truncated, final_obs):
         c = self.config
         T, N = c.rollout_steps, c.num_envs
-        raw_obs = self.host.tensors["obs"]
-        terminated, truncated = self.host.tensors["terminated"], self.host.tensors["truncated"]
-        done = tf.logical_or(terminated, truncated)
-        nobs = self.normalize(tf.reshape(raw_obs[:T], [T * N, self.obs_size]))
         batch = T * N
-        old_params, _ = self.policy(nobs, self.policy.initial_state(batch), tf.zeros([batch], tf.bool))
-        old_logp = tf.reshape(self.policy.log_prob(old_params, tf.reshape(actions, tf.concat([[batch], tf.shape(actions)[2:]], 0))), [T, N])
-        old_values = tf.reshape(self.value(nobs), [T, N])
-        old_params = tf.reshape(old_params, [T, N, -1])
+        done = tf.logical_or(terminated, truncated)
+        nobs = self.normalize(tf.reshape(raw_obs[:T], [batch, self.obs_size]))
+        flat = lambda x: tf.reshape(x, tf.concat([[batch], tf.shape(x)[2:]], axis=0))  # noqa: E731
+        b_actions = flat(actions)
+        b_params, _ = self.policy(nobs, self.policy.initial_state(batch), tf.zeros([batch], tf.bool))
+        b_logp = self.policy.log_prob(b_params, b_actions)
+        b_values = self.value(nobs)
         last_values = self.value(self.normalize(raw_obs[T]))
-        final_values = tf.reshape(
-            self.value(self.normalize(tf.reshape(self.host.tensors["final_obs"], [T * N, self.obs_size]))), [T, N]
-        )
-        rewards = self.scale_rewards(self.host.tensors["reward"], done)
-        adv, returns = self.advantages(old_values, rewards, terminated, truncated, final_values, last_values)
-        flat = lambda x: tf.reshape(x, tf.concat([[T * N], tf.shape(x)[2:]], axis=0))  # noqa: E731
-        b_actions, b_logp, b_values = flat(actions), flat(old_logp), flat(old_values)
-        b_params, b_adv, b_returns = flat(old_params), flat(adv), flat(returns)
-        old_log_std = self.policy.log_std if not self.discrete else tf.zeros([0])
-        old_log_std = tf.identity(old_log_std)
-        mb = T * N // c.minibatches
-        stats = tf.zeros([7])
-        first_ratio = tf.constant(0.0)
-        count = 0.0
-        for epoch in tf.range(c.epochs):
-            order = tf.random.experimental.stateless_shuffle(
-                tf.range(T * N), seed=tf.stack([tf.cast(self.updates, tf.int32), epoch + 104729 * c.seed])
+        final_values = tf.reshape(self.value(self.normalize(tf.reshape(final_obs, [batch, self.obs_size]))), [T, N])
+        rewards = self.scale_rewards(reward, done)
+        adv, returns = self.advantages(tf.reshape(b_values, [T, N]), rewards, terminated, truncated,
+                                       final_values, last_values)
+        b_adv, b_returns = flat(adv), flat(returns)
+        old_log_std = tf.identity(self.policy.log_std) if not self.discrete else tf.zeros([0])
+        mb = batch // c.minibatches
+        steps = c.epochs * c.minibatches
+        # Stop gradients into the recomputed old quantities: they are the behaviour policy's.
+        b_params, b_logp, b_values = (tf.stop_gradient(x) for x in (b_params, b_logp, b_values))
+
+        def body(i, order, stats, first_ratio):
+            epoch, k = i // c.minibatches, i % c.minibatches
+            order = tf.cond(
+                tf.equal(k, 0),
+                lambda: tf.argsort(tf.random.stateless_uniform(
+                    [batch], seed=tf.stack([tf.cast(self.updates, tf.int32), epoch + 104729 * c.seed]))),
+                lambda: order,
             )
-            for k in tf.range(c.minibatches):
-                idx = order[k * mb : (k + 1) * mb]
-                out = self._minibatch(
-                    tf.gather(nobs, idx), tf.gather(b_actions, idx), tf.gather(b_logp, idx),
-                    tf.gather(b_values, idx), tf.gather(b_params, idx), tf.gather(b_adv, idx),
-                    tf.gather(b_returns, idx), old_log_std,
-                )
-                if epoch == 0 and k == 0:
-                    first_ratio = out[-1]
-                stats += tf.stack(out[:-1])
-                count += 1.0
-        stats /= count
+            idx = order[k * mb : (k + 1) * mb]
+            out = self._minibatch(
+                tf.gather(nobs, idx), tf.gather(b_actions, idx), tf.gather(b_logp, idx),
+                tf.gather(b_values, idx), tf.gather(b_params, idx), tf.gather(b_adv, idx),
+                tf.gather(b_returns, idx), old_log_std,
+            )
+            first_ratio = tf.where(tf.equal(i, 0), out[-1], first_ratio)
+            return i + 1, order, stats + tf.stack(out[:-1]), first_ratio
+
+        _, _, stats, first_ratio = tf.while_loop(
+            lambda i, *_: i < steps, body,
+            (tf.constant(0), tf.range(batch), tf.zeros([7]), tf.constant(0.0)),
+        )
+        stats /= float(steps)
         kl = stats[3]
         if c.trust_region == "kl":
             self.beta.assign(adapt_kl_penalty(self.beta, kl, c.kl_target))
-        self.obs_rms.update(tf.reshape(raw_obs[:T], [T * N, self.obs_size]))
+        self.obs_rms.update(tf.reshape(raw_obs[:T], [batch, self.obs_size]))
         self.updates.assign_add(1)
         var_y = tf.math.reduce_variance(b_returns)
         explained = 1.0 - tf.math.reduce_variance(b_returns - b_values) / (var_y + 1e-8)
         return {
             "loss/policy": stats[0], "loss/value": stats[1], "loss/entropy": stats[2], "kl": kl,
             "clip_fraction": stats[4], "grad_norm": stats[5], "loss/total": stats[6],
-            "beta": self.beta, "explained_variance": explained, "first_ratio_max_dev": first_ratio,
-            "learning_rate": self.optimizer.lr,
+            "beta": tf.identity(self.beta), "explained_variance": explained,
+            "first_ratio_max_dev": first_ratio, "learning_rate": tf.identity(self.optimizer.lr),
         }
 
     def _minibatch(self, obs, actions, old_logp, old_values, old_params, adv, returns, old_log_std):

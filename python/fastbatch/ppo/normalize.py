@@ -23,9 +23,11 @@ class RunningMeanStd(tf.Module):
         delta = b_mean - self.mean
         total = self.count + b_count
         m2 = self.var * self.count + b_var * b_count + tf.square(delta) * self.count * b_count / total
-        self.mean.assign_add(delta * b_count / total)
-        self.var.assign(m2 / total)
-        self.count.assign(total)
+        return tf.group(
+            self.mean.assign_add(delta * b_count / total),
+            self.var.assign(m2 / total),
+            self.count.assign(total),
+        )
 
     def normalize(self, x, clip: float):
         out = (tf.cast(x, tf.float64) - self.mean) / tf.sqrt(self.var + 1e-8)

@@ -29,7 +29,9 @@ def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = 
     kwargs: dict[str, Any] = {"autoreset_mode": "same_step", "seed": config.seed if seed is None else seed}
     if config.backend is not None:
         kwargs["backend"] = config.backend
-    native = config.backend == "native" or (config.backend is None and config.env_id in fastbatch.list_envs())
+    from fastbatch.registry import REGISTRY
+
+    native = config.backend == "native" or (config.backend is None and REGISTRY.has(config.env_id))
     # The batches of a PPO run are small next to the network's work: one env thread keeps the
     # cores for TensorFlow (threads that outnumber cores slow both down).
     threads = config.num_threads if config.num_threads is not None else (1 if native else None)
