@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import gymnasium
 import numpy as np
@@ -498,3 +499,62 @@ def test_an_exception_in_reset_is_reported():
 def test_autoreset_mode_strings(name):
     env = fastbatch.make("CartPole-v1", num_envs=2, autoreset_mode=name)
     assert env.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+
+
+# ---------------------------------------------------------------------------- threads
+def test_concurrent_calls_from_two_threads_raise_instead_of_corrupting():
+    import threading
+
+    env = fastbatch.make("CartPole-v1", num_envs=4096, num_threads=2, seed=0)
+    env.reset()
+    actions = np.zeros(4096, dtype=np.int64)
+    errors, crashes = [], []
+
+    def hammer():
+        for _ in range(300):
+            try:
+                env.step(actions)
+            except RuntimeError as exc:
+                errors.append(str(exc))
+            except Exception as exc:  # noqa: BLE001 - anything else is a failure
+                crashes.append(exc)
+
+    threads = [threading.Thread(target=hammer) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not crashes
+    assert errors and all("one thread at a time" in e for e in errors)
+    obs, *_ = env.step(actions)  # still consistent and usable
+    assert obs.shape == (4096, 4)
+
+
+def test_close_from_another_thread_while_stepping_is_clean():
+    import threading
+
+    env = fastbatch.make("Acrobot-v1", num_envs=2048, num_threads=2, seed=0)
+    env.reset()
+    stop = threading.Event()
+    outcomes = []
+
+    def step_loop():
+        while not stop.is_set():
+            try:
+                env.step(np.zeros(2048, dtype=np.int64))
+            except fastbatch.ClosedEnvError:
+                outcomes.append("closed")
+                return
+            except RuntimeError as exc:
+                outcomes.append(str(exc))
+
+    t = threading.Thread(target=step_loop)
+    t.start()
+    time.sleep(0.05)
+    env.close()  # waits for the step in flight, then refuses every later call
+    stop.set()
+    t.join(timeout=10)
+    assert not t.is_alive()
+    assert env.closed
+    assert outcomes and outcomes[-1] == "closed"
+    assert all(o == "closed" or "closed" in o for o in outcomes)

@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/plugin_loader.h"
@@ -158,7 +159,11 @@ std::string ShapeString(const std::vector<py::ssize_t>& shape) {
 // Sets a flag for the duration of a call and refuses re-entry from another thread.
 class CallGuard {
  public:
-  explicit CallGuard(std::atomic<bool>* busy) : busy_(busy) {
+  explicit CallGuard(std::atomic<bool>* busy, const std::atomic<bool>* closing = nullptr)
+      : busy_(busy) {
+    if (closing != nullptr && closing->load(std::memory_order_acquire)) {
+      throw std::runtime_error("this fastbatch env is closed");
+    }
     if (busy_->exchange(true, std::memory_order_acquire)) {
       throw std::runtime_error(
           "this fastbatch env is already being used by another thread; an env may be called by "
@@ -220,7 +225,7 @@ class PyVectorPool {
   }
 
   void Seed(const std::vector<std::optional<uint64_t>>& seeds) {
-    CallGuard guard(&busy_);
+    CallGuard guard(&busy_, &closing_);
     Check();
     if (static_cast<int64_t>(seeds.size()) != pool_->num_envs()) {
       throw py::value_error("expected " + std::to_string(pool_->num_envs()) + " seeds, got " +
@@ -232,7 +237,7 @@ class PyVectorPool {
   }
 
   py::array Reset(std::optional<py::array> mask) {
-    CallGuard guard(&busy_);
+    CallGuard guard(&busy_, &closing_);
     Check();
     const uint8_t* mask_ptr = nullptr;
     py::array_t<bool> mask_array;
@@ -261,7 +266,7 @@ class PyVectorPool {
   }
 
   py::tuple Step(const py::handle& actions_in) {
-    CallGuard guard(&busy_);
+    CallGuard guard(&busy_, &closing_);
     Check();
     py::array actions = ValidateActions(actions_in, pool_->num_envs());
     Slot& slot = AcquireSlot(pool_->num_envs());
@@ -285,7 +290,7 @@ class PyVectorPool {
   // and shape of the pool's own buffers.
   int64_t StepInto(const py::handle& actions_in, py::array obs, py::array reward,
                    py::array terminated, py::array truncated) {
-    CallGuard guard(&busy_);
+    CallGuard guard(&busy_, &closing_);
     Check();
     py::array actions = ValidateActions(actions_in, pool_->num_envs());
     CheckOut("obs", obs, obs_dtype_, obs_shape_);
@@ -309,7 +314,7 @@ class PyVectorPool {
 
   // Async mode: queues one step of each env in env_ids with its row of actions.
   void Send(const py::handle& actions_in, const py::handle& env_ids_in) {
-    CallGuard guard(&busy_);
+    CallGuard guard(&busy_, &closing_);
     Check();
     py::array ids_any = py::array::ensure(env_ids_in);
     if (!ids_any || (ids_any.dtype().kind() != 'i' && ids_any.dtype().kind() != 'u') ||
@@ -329,7 +334,7 @@ class PyVectorPool {
   // Async mode: waits for batch_size envs; returns (obs, reward, terminated, truncated,
   // env_ids, episodes ended), each with batch_size rows in completion order.
   py::tuple Recv() {
-    CallGuard guard(&busy_);
+    CallGuard guard(&busy_, &closing_);
     Check();
     const int64_t b = pool_->batch_size();
     Slot& slot = AcquireSlot(b);
@@ -375,7 +380,7 @@ class PyVectorPool {
   }
 
   py::array_t<double> GetState(int64_t env) {
-    CallGuard guard(&busy_);
+    CallGuard guard(&busy_, &closing_);
     Check();
     if (env < 0 || env >= pool_->num_envs()) throw py::index_error("env index out of range");
     double buffer[256];
@@ -384,8 +389,27 @@ class PyVectorPool {
     return py::array_t<double>(std::min<int64_t>(n, 256), buffer);
   }
 
+  // Closes the pool. A call running in another thread is finished first (new calls are refused
+  // from now on); after 10 s of waiting for it, close raises instead.
   void Close() {
-    CallGuard guard(&busy_);
+    closing_.store(true, std::memory_order_release);
+    bool acquired = false;
+    {
+      py::gil_scoped_release release;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!(acquired = !busy_.exchange(true, std::memory_order_acquire)) &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    }
+    if (!acquired) {
+      closing_.store(false, std::memory_order_release);
+      throw std::runtime_error("close() gave up after 10 s waiting for a call in another thread");
+    }
+    struct Release {
+      std::atomic<bool>* busy;
+      ~Release() { busy->store(false, std::memory_order_release); }
+    } release_busy{&busy_};
     slots_.clear();
     batch_slots_.clear();
     last_obs_ = py::none();
@@ -523,6 +547,7 @@ class PyVectorPool {
   std::vector<Slot> batch_slots_;  // batch_size rows: recv results
   py::object last_obs_ = py::none();  // the obs array last handed out (partial resets copy it)
   std::atomic<bool> busy_{false};
+  std::atomic<bool> closing_{false};  // set by Close(): every later call is refused
   bool discrete_ = false;
   int64_t action_n_ = 0;
   std::vector<py::ssize_t> action_row_shape_;
