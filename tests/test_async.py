@@ -150,3 +150,20 @@ def test_batch_size_must_fit():
         fastbatch.make("CartPole-v1", num_envs=2, batch_size=3)
     with pytest.raises(ValueError, match="batch_size"):
         fastbatch.make("CartPole-v1", num_envs=2, batch_size=0)
+
+
+def test_envs_in_flight_are_not_touched_by_seed_state_or_masked_reset():
+    env = fastbatch.make("CartPole-v1", num_envs=4, batch_size=2, seed=0, num_threads=2)
+    env.reset()
+    env.send(np.zeros(4, dtype=np.int64))
+    obs, *_, info = env.recv()  # two envs are still in flight
+    in_flight = sorted(set(range(4)) - set(info["env_id"].tolist()))
+    with pytest.raises(AsyncStateError, match="in flight"):
+        env.get_env_state(in_flight[0])
+    idle = int(info["env_id"][0])
+    mask = np.zeros(4, dtype=bool)
+    mask[idle] = True
+    obs, _ = env.reset(options={"reset_mask": mask})  # the rows of envs in flight are not copied
+    assert obs.shape == (4, 4)
+    env.reset(seed=3)  # reseeding drains what is in flight
+    env.step(np.zeros(4, dtype=np.int64))

@@ -58,6 +58,7 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
 
   const auto n = static_cast<size_t>(num_envs_);
   rngs_.resize(n);
+  in_flight_.assign(n, 0);  // stays all zero in sync mode
   needs_reset_.assign(n, 0);
   elapsed_.assign(n, 0);
   ep_return_.assign(n, 0.0);
@@ -83,7 +84,6 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
     for (int32_t d = 0; d < spec_->action.ndim; ++d) action_row_bytes_ *= spec_->action.shape[d];
     job_ring_.assign(n, 0);
     done_ring_.assign(n, 0);
-    in_flight_.assign(n, 0);
     stage_actions_.assign(n * static_cast<size_t>(action_row_bytes_), 0);
     stage_obs_.assign(n * static_cast<size_t>(obs_row_bytes_), 0);
     stage_reward_.assign(n, 0.0f);
@@ -112,6 +112,9 @@ double VectorPool::Now() {
 }
 
 void VectorPool::Seed(int64_t env, uint64_t seed) {
+  // An env in flight (async mode) is owned by a worker: reseeding discards every step in
+  // flight first, as the reset that follows a seed would.
+  if (is_async() && in_flight_[static_cast<size_t>(env)]) DrainAsync();
   Rng::Seed(&rngs_[static_cast<size_t>(env)], seed, 0);
 }
 
@@ -197,7 +200,8 @@ void VectorPool::ResetRange(int range) {
   for (int64_t i = begin; i < end; ++i) {
     if (call_mask_ == nullptr || call_mask_[i] != 0) {
       StartEpisode(i, now);
-    } else if (prev != nullptr && prev != obs) {
+    } else if (prev != nullptr && prev != obs &&
+               !(is_async() && in_flight_[static_cast<size_t>(i)])) {  // a worker owns that row
       std::memcpy(obs + i * obs_row_bytes_, prev + i * obs_row_bytes_,
                   static_cast<size_t>(obs_row_bytes_));
     }
@@ -298,6 +302,9 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
 }
 
 int64_t VectorPool::GetState(int64_t env, double* out, int64_t capacity) const {
+  if (is_async() && in_flight_[static_cast<size_t>(env)]) {
+    throw AsyncStateError("env " + std::to_string(env) + " is in flight; recv() it first");
+  }
   if (api_->get_state == nullptr) return 0;
   return api_->get_state(block_, env, out, capacity);
 }
