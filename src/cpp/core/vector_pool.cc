@@ -97,6 +97,8 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
     recv_length_.assign(b, 0);
     recv_time_.assign(b, 0.0);
     if (mode_ == AutoresetMode::kSameStep) recv_final_obs_.assign(b * static_cast<size_t>(obs_row_bytes_), 0);
+    num_async_threads_ = threads;  // set before any thread starts: AsyncLoop reads it
+    async_threads_.reserve(static_cast<size_t>(threads));
     for (int t = 0; t < threads; ++t) async_threads_.emplace_back(&VectorPool::AsyncLoop, this);
   }
 }

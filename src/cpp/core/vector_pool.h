@@ -179,6 +179,7 @@ class VectorPool {
   int64_t batch_size_;
   int64_t action_row_bytes_ = 0;
   std::vector<std::thread> async_threads_;
+  int num_async_threads_ = 1;
   std::mutex job_mu_;
   std::condition_variable job_cv_;
   std::vector<int64_t> job_ring_;

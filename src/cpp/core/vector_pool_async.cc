@@ -9,7 +9,7 @@ namespace fastbatch {
 
 void VectorPool::AsyncLoop() {
   const auto n = static_cast<size_t>(num_envs_);
-  const size_t threads = async_threads_.empty() ? 1 : async_threads_.size();
+  const auto threads = static_cast<size_t>(num_async_threads_);
   std::vector<int64_t> chunk;
   chunk.reserve(n);
   for (;;) {
