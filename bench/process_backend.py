@@ -2,7 +2,7 @@
 
     python bench/process_backend.py [--quick]
 
-Rows:
+Rows ("in_parent": the calling process steps the first block itself, one process fewer):
   HalfCheetah-v5, 16 envs   fastbatch process backend (2 workers) vs SyncVectorEnv and
                             AsyncVectorEnv (needs `pip install '.[mujoco]'`; skipped otherwise)
   CartPole-v1, 16 envs      the same, for a cheap pure-Python env
@@ -82,6 +82,8 @@ def main(argv=None) -> int:
         probe.close()
         methods = {
             "fastbatch process": lambda: fastbatch.make([factory] * n, backend="process", num_workers=args.workers),
+            "fastbatch in_parent": lambda: fastbatch.make([factory] * n, backend="process",
+                                                          num_workers=args.workers, in_parent=True),
             "gymnasium Sync": lambda: gymnasium.vector.SyncVectorEnv([factory] * n),
             "gymnasium Async": lambda: gymnasium.vector.AsyncVectorEnv([factory] * n),
         }

@@ -243,3 +243,27 @@ def test_bad_actions_and_arguments_raise_clear_errors():
         scripted(2, num_workers=3)
     with pytest.raises(fastbatch.EnvError, match="could not be created"):
         fastbatch.make([lambda: 1 / 0], backend="process")
+
+
+def test_in_parent_steps_the_first_block_in_the_caller():
+    env = fastbatch.make("CartPole-v1", 6, backend="process", num_workers=2, in_parent=True)
+    ref = SyncVectorEnv([lambda: gymnasium.make("CartPole-v1") for _ in range(6)])
+    assert [p is None for p in env._processes] == [True, False]
+    np.testing.assert_array_equal(env.reset(seed=3)[0], ref.reset(seed=3)[0])
+    rng = np.random.default_rng(1)
+    for _ in range(60):
+        actions = rng.integers(2, size=6)
+        o, r, te, tr, info = env.step(actions)
+        ro, rr, rte, rtr, rinfo = ref.step(actions)
+        np.testing.assert_array_equal(o, ro)
+        np.testing.assert_array_equal(te | tr, rte | rtr)
+    env.close()
+    local = scripted(4, num_workers=2, in_parent=True)
+    local.reset()
+    with pytest.raises(fastbatch.EnvError, match=r"(?s)env 1:.*scripted failure"):
+        local.step(np.array([0, 2, 0, 0]))  # env 1 lives in the caller's block
+    local.reset()
+    local.step(np.zeros(4, dtype=np.int64))
+    local.close()
+    with pytest.raises(ValueError, match="in_parent"):
+        scripted(4, num_workers=2, in_parent=True, batch_size=2)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from fastbatch import _core
+from fastbatch.vector import block_info
 from fastbatch._shm import (
     CMD_SEQ,
     DONE_SEQ,
@@ -107,28 +108,34 @@ class _Block:
         return infos, 0
 
     def step(self) -> tuple[list, int]:
+        """Steps (or autoresets) every env of the block. Per-env results are gathered in Python
+        lists and written to the shared rows once per block: one numpy call per array rather
+        than several per env."""
         v, infos, ended = self.v, [], 0
+        first, last = self.first, self.first + len(self.envs)
+        actions = v["actions"][first:last].tolist() if self.discrete else v["actions"][first:last].copy()
+        obs_rows, rewards, terms, truncs = [], [], [], []
+        done_rows = np.zeros(len(self.envs), dtype=bool)
         for k, env in enumerate(self.envs):
-            i, self.current = self.first + k, k
-            v["done"][i] = False
+            self.current = k
             if self.mode == NEXT_STEP and self.needs_reset[k]:
                 obs, info = env.reset()
                 self._start(k)
-                v["obs"][i] = obs
-                v["reward"][i] = 0.0
-                v["terminated"][i] = v["truncated"][i] = False
+                obs_rows.append(obs)
+                rewards.append(0.0)
+                terms.append(False)
+                truncs.append(False)
                 if info:
-                    infos.append((i, None, info))
+                    infos.append((first + k, None, info))
                 continue
-            action = int(v["actions"][i]) if self.discrete else v["actions"][i].copy()
-            obs, reward, terminated, truncated, info = env.step(action)
+            obs, reward, terminated, truncated, info = env.step(actions[k])
             self.ep_return[k] += float(reward)
             self.ep_length[k] += 1
-            done = bool(terminated) or bool(truncated)
             final_info = None
-            if done:
+            if terminated or truncated:
+                i = first + k
                 ended += 1
-                v["done"][i] = True
+                done_rows[k] = True
                 v["ep_return"][i] = self.ep_return[k]
                 v["ep_length"][i] = self.ep_length[k]
                 v["ep_time"][i] = time.perf_counter() - self.ep_start[k]
@@ -139,12 +146,17 @@ class _Block:
                     self._start(k)
                 else:
                     self.needs_reset[k] = True
-            v["obs"][i] = obs
-            v["reward"][i] = reward
-            v["terminated"][i] = terminated
-            v["truncated"][i] = truncated
+            obs_rows.append(obs)
+            rewards.append(reward)
+            terms.append(terminated)
+            truncs.append(truncated)
             if info or final_info is not None:
-                infos.append((i, final_info, info))
+                infos.append((first + k, final_info, info))
+        v["obs"][first:last] = obs_rows
+        v["reward"][first:last] = rewards
+        v["terminated"][first:last] = terms
+        v["truncated"][first:last] = truncs
+        v["done"][first:last] = done_rows
         return infos, ended
 
 
@@ -210,8 +222,8 @@ def _serve(index, conn, block, views, layout: Layout, parent_pid) -> None:
         control[index, HAS_INFO] = 1 if infos else 0
         control[index, ENDED] = ended
         control[index, STATUS] = status
-        if infos:
-            conn.send(("info", infos))
+        if infos:  # merged here, in parallel with the other workers: one array per key
+            conn.send(("info", block_info(infos, views, block.first, len(block.envs))))
         control[index, DONE_SEQ] = seq
         _core._add_word(counter_address, 1)
         if op == OP_CLOSE:

@@ -12,7 +12,9 @@ from fastbatch.vector import NativeVectorEnv
 
 __all__ = ["make"]
 
-_PROCESS_OPTIONS = ("num_workers", "seed", "autoreset_mode", "stats_key", "batch_size", "start_timeout")
+_PROCESS_OPTIONS = (
+    "num_workers", "seed", "autoreset_mode", "stats_key", "batch_size", "start_timeout", "in_parent",
+)
 
 
 def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, **kwargs: Any):
@@ -32,7 +34,9 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
 
     Process keyword arguments: ``num_workers`` (default: the available cores, at most
     ``num_envs``), ``seed``, ``autoreset_mode``, ``stats_key``, ``batch_size`` (whole worker
-    blocks), ``start_timeout`` (seconds for workers to build their envs); everything else
+    blocks), ``start_timeout`` (seconds for workers to build their envs), ``in_parent`` (the
+    calling process steps the first block itself, as the native pool's calling thread does: one
+    process fewer; an env crash in that block then reaches the caller); everything else
     (``max_episode_steps`` included) goes to ``gymnasium.make`` for an id.
     """
     if backend not in (None, "native", "process"):

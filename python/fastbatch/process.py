@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 from multiprocessing.connection import Connection
 from typing import Any, Callable, Sequence
 
@@ -32,7 +33,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from fastbatch import _core
+from fastbatch import _core, _process_worker
 from fastbatch._shm import (
     CMD_SEQ,
     DONE_SEQ,
@@ -54,9 +55,10 @@ from fastbatch.vector import (
     _available_cores,
     _positive_int,
     _seed_list,
-    add_info,
     aligned_copy,
+    block_info,
     episode_info,
+    merge_block_info,
 )
 
 __all__ = ["ProcessVectorEnv"]
@@ -86,8 +88,10 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
         batch_size: int | None = None,
         start_timeout: float = 120.0,
         liveness_interval: float = 0.05,
+        in_parent: bool = False,
     ) -> None:
         self.closed = False
+        self._local = None  # in_parent: the block this process steps itself
         self._processes: list = []
         self._conns: list = []
         self._memory = None
@@ -108,6 +112,9 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
         self.batch_size = self.num_envs if batch_size is None else _positive_int("batch_size", batch_size)
         if self.batch_size > self.num_envs:
             raise ValueError(f"batch_size must be at most num_envs={self.num_envs}, got {self.batch_size}")
+        self._in_parent = bool(in_parent)
+        if self._in_parent and self.batch_size < self.num_envs:
+            raise ValueError("in_parent=True steps a block in the caller, which async mode cannot overlap")
         if self.batch_size < self.num_envs:
             block = self.num_envs // workers
             if self.num_envs % workers or self.batch_size % block:
@@ -134,8 +141,14 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
         # is never re-imported, so scripts need no `if __name__ == "__main__"` guard. The
         # shared memory is a memfd: it has no name and vanishes with the last process using it.
         self._memfd = os.memfd_create("fastbatch-batch", os.MFD_CLOEXEC)
+        local_envs = None
         for w in range(workers):
             first, last = self._bounds[w], self._bounds[w + 1]
+            if w == 0 and self._in_parent:
+                local_envs = [fn() for fn in env_fns[first:last]]
+                self._processes.append(None)
+                self._conns.append(None)
+                continue
             parent_end, child_end = socket.socketpair()
             args = [child_end.fileno(), self._memfd, w, os.getpid(), first, self._mode_code]
             process = subprocess.Popen(
@@ -147,7 +160,8 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
             self._processes.append(process)
             self._conns.append(Connection(parent_end.detach()))
             self._conns[-1].send_bytes(cloudpickle.dumps(list(env_fns[first:last])))
-        spaces = [self._expect(w, "ready", timeout) for w in range(workers)]
+        spaces = [self._expect(w, "ready", timeout) if w else self._local_ready(local_envs, timeout)
+                  for w in range(workers)]
         obs_space, act_space = spaces[0][1]
         for w, message in enumerate(spaces):
             if not message[2] or message[1] != (obs_space, act_space):
@@ -169,9 +183,12 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
         self._memory = mmap.mmap(self._memfd, layout.size())
         self._v = layout.views(self._memory)
         for conn in self._conns:
-            conn.send(("attach", layout))
-        for w in range(workers):
+            if conn is not None:
+                conn.send(("attach", layout))
+        for w in self._remote():
             self._expect(w, "attached", timeout)
+        if self._in_parent:
+            self._local = _process_worker._Block(local_envs, 0, self._mode_code, self._v)
         os.close(self._memfd)  # every worker holds the mapping now
         self._memfd = -1
         control = self._v["control"]
@@ -179,6 +196,17 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
         self._counter_address = word_address(control, workers, 0)
         self._cmd = [0] * workers
         self._uncollected: set[int] = set()  # workers sent a command whose results were not read
+
+    def _remote(self) -> list[int]:
+        """Blocks stepped by worker processes (all but block 0 when in_parent)."""
+        return [w for w, p in enumerate(self._processes) if p is not None]
+
+    def _local_ready(self, envs, timeout):
+        if envs is None:  # block 0 is remote
+            return self._expect(0, "ready", timeout)
+        spaces = [(_process_worker.to_gymnasium_space(e.observation_space),
+                   _process_worker.to_gymnasium_space(e.action_space)) for e in envs]
+        return ("ready", spaces[0], all(x == spaces[0] for x in spaces))
 
     def _expect(self, w: int, kind: str, timeout: float):
         deadline = time.monotonic() + timeout
@@ -204,6 +232,20 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
             self._cmd[w] = (self._cmd[w] + 1) & 0xFFFFFFFF
             _core._store_word(self._cmd_address[w], self._cmd[w])
 
+    def _run(self, op: int, workers: list[int]) -> None:
+        """Runs `op` on `workers`: the remote ones in their processes while this process steps
+        its own block (in_parent), then waits for the remote ones."""
+        remote = [w for w in workers if self._conns[w] is not None]
+        self._dispatch(op, remote)
+        if self._local is not None and 0 in workers:
+            try:
+                infos, ended = self._local.step() if op == OP_STEP else self._local.reset()
+                self._local_result = (None, infos, ended)
+            except Exception as exc:  # noqa: BLE001 - reported like a worker's error
+                index = self._local.first + self._local.current
+                self._local_result = ((index, "".join(traceback.format_exception(exc))), [], 0)
+        self._wait_for(remote)
+
     def _wait_for(self, workers: list[int]) -> None:
         """Waits until every worker in `workers` has answered its last command."""
         while True:
@@ -227,7 +269,7 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
 
     def _check_alive(self) -> None:
         for w, process in enumerate(self._processes):
-            if process.poll() is not None:
+            if process is not None and process.poll() is not None:
                 first, last = self._bounds[w], self._bounds[w + 1]
                 code = process.returncode
                 how = f"signal {-code}" if code < 0 else f"exit code {code}"
@@ -246,19 +288,21 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
         ended, error = 0, None
         nrows = self.num_envs if rows is None else len(rows)
         for w in workers:
-            ended += int(control[w, ENDED])
-            failed = control[w, STATUS] == STATUS_ERROR
-            if failed:
-                _, index, text = self._conns[w].recv()
-                error = error or (index, text)
-            if control[w, HAS_INFO]:
-                _, entries = self._conns[w].recv()
-                for i, final_info, info in entries:
-                    row = i if rows is None else rows[i]
-                    if final_info is not None:
-                        final = {"final_obs": self._v["final_obs"][i].copy(), "final_info": final_info}
-                        infos = add_info(infos, final, row, nrows)
-                    infos = add_info(infos, info, row, nrows)
+            first, last = self._bounds[w], self._bounds[w + 1]
+            if self._conns[w] is None:  # the block this process stepped itself
+                local_error, local_entries, local_ended = self._local_result
+                ended += local_ended
+                error = error or local_error
+                block = block_info(local_entries, self._v, first, last - first) if local_entries else None
+            else:
+                ended += int(control[w, ENDED])
+                failed = control[w, STATUS] == STATUS_ERROR
+                if failed:
+                    _, index, text = self._conns[w].recv()
+                    error = error or (index, text)
+                block = self._conns[w].recv()[1] if control[w, HAS_INFO] else None
+            if block:
+                infos = merge_block_info(infos, block, first if rows is None else rows[first], nrows)
         if error is not None:
             self._broken = True
             exc = EnvError(f"env {error[0]}: the env raised in its worker process:\n{error[1]}")
@@ -308,8 +352,7 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
         v["reset_mask"][:] = mask
         v["seed_set"][:] = [s is not None for s in seeds]
         v["seeds"][:] = [0 if s is None else s for s in seeds]
-        self._dispatch(OP_RESET, workers)
-        self._wait_for(workers)
+        self._run(OP_RESET, workers)
         infos, _ = self._collect(workers)
         self._reset_called, self._broken = True, False
         self._needs_reset[mask] = False
@@ -329,8 +372,7 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
         self._settle()  # a step a Ctrl-C left running must not see the new actions
         self._write_actions(actions, np.arange(self.num_envs))
         workers = list(range(len(self._processes)))
-        self._dispatch(OP_STEP, workers)
-        self._wait_for(workers)
+        self._run(OP_STEP, workers)
         infos, ended = self._collect(workers)
         return self._results(slice(None), infos, ended)
 
@@ -464,7 +506,7 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
             self._in_flight = []
 
     def _drop_messages(self, w: int) -> None:
-        while self._conns[w].poll():
+        while self._conns[w] is not None and self._conns[w].poll():
             self._conns[w].recv()
 
     # ------------------------------------------------------------------ lifecycle
@@ -480,20 +522,24 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
             raise RuntimeError("a previous step raised an env error; call reset() before stepping again")
 
     def close_extras(self, **kwargs: Any) -> None:
-        live = [w for w, p in enumerate(self._processes) if p.poll() is None]
+        if self._local is not None:
+            for env in self._local.envs:
+                env.close()
+            self._local = None
+        live = [w for w, p in enumerate(self._processes) if p is not None and p.poll() is None]
         if self._memory is not None and live:
             try:
                 self._dispatch(OP_CLOSE, live)
             except Exception:  # noqa: BLE001 - closing must go on
                 pass
         deadline = time.monotonic() + 2.0  # for all workers together, then kill
-        for process in self._processes:
+        for process in filter(None, self._processes):
             try:
                 process.wait(timeout=max(0.01, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=2.0)
-        for conn in self._conns:
+        for conn in filter(None, self._conns):
             conn.close()
         self._processes, self._conns = [], []
         if self._memfd >= 0:

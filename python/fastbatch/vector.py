@@ -352,6 +352,38 @@ def add_info(infos: dict[str, Any], info: dict[str, Any], row: int, rows: int) -
     return infos
 
 
+def block_info(entries, views, first: int, rows: int) -> dict[str, Any]:
+    """The infos of one block of envs [first, first + rows) in gymnasium's vector layout.
+
+    `entries` holds (env index, final info or None, info) for envs with something to say; a final
+    info also brings the env's row of ``views["final_obs"]``."""
+    infos: dict[str, Any] = {}
+    for i, final_info, info in entries:
+        if final_info is not None:
+            final = {"final_obs": views["final_obs"][i].copy(), "final_info": final_info}
+            infos = add_info(infos, final, i - first, rows)
+        infos = add_info(infos, info, i - first, rows)
+    return infos
+
+
+def merge_block_info(infos: dict[str, Any], block: dict[str, Any], offset: int, rows: int) -> dict[str, Any]:
+    """Places a block's infos (from `block_info`) at rows [offset, offset + block rows) of a batch
+    of `rows`: array for array, mask for mask, nested dicts alike."""
+    for key, value in block.items():
+        if isinstance(value, dict):
+            infos[key] = merge_block_info(infos.get(key, {}), value, offset, rows)
+            continue
+        target = infos.get(key)
+        if target is None:
+            if value.dtype == object:
+                target = np.full(rows, None, dtype=object)
+            else:
+                target = np.zeros((rows, *value.shape[1:]), dtype=value.dtype)
+            infos[key] = target
+        target[offset : offset + len(value)] = value
+    return infos
+
+
 def aligned_copy(array: np.ndarray) -> np.ndarray:
     """A C-contiguous copy of `array` whose data starts on a 64-byte boundary."""
     raw = np.empty(array.nbytes + 64, dtype=np.uint8)
