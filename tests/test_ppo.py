@@ -171,3 +171,28 @@ def test_config_round_trips_through_json():
     config = resolve("halfcheetah")
     assert PPOConfig.from_json(config.to_json()) == config
     assert fastbatch.__version__
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_the_rollout_op_and_the_numpy_function_path_collect_the_same_rollouts(env_id):
+    from fastbatch.ppo import tf_op
+
+    assert tf_op.load() is not None, "the rollout op must build where the tests run (g++ is there)"
+    config = resolve(env_id, **TINY)
+    agents = []
+    for use_op in (True, False):
+        env = make_env(config)
+        agent = Agent(config, env)
+        if not use_op:
+            agent.host.op = None  # before the first trace: this agent uses tf.numpy_function
+        agent.start(0)
+        agents.append(agent)
+    for _ in range(3):
+        a, b = (agent.collect().numpy() for agent in agents)
+        np.testing.assert_array_equal(a, b)
+        for key in ("obs", "reward", "terminated", "truncated"):
+            np.testing.assert_array_equal(agents[0].host.store[key], agents[1].host.store[key], err_msg=key)
+        for agent in agents:
+            agent.host.store["obs"][0] = agent.host.store["obs"][-1]
+    assert agents[0].host.op is not None
+    assert agents[0].host.episode_returns == agents[1].host.episode_returns

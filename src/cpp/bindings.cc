@@ -176,6 +176,74 @@ class CallGuard {
   std::atomic<bool>* busy_;
 };
 
+// The rollout path of the TensorFlow op (python/fastbatch/ppo/fastbatch_tf_op.cc): one batch
+// step written straight into slot t of preallocated rollout storage, with no Python involved.
+// The op calls RolloutStep through a plain function pointer, so the op library never links
+// against _core or Python. Storage arrays are owned by the Python caller, which keeps them
+// alive while the context is in use; the context is owned by its PyVectorPool.
+struct RolloutContext {
+  VectorPool* pool = nullptr;
+  uint8_t* obs = nullptr;        // [T + 1, N, obs] of the observation dtype
+  float* reward = nullptr;       // [T, N]
+  uint8_t* terminated = nullptr; // [T, N]
+  uint8_t* truncated = nullptr;  // [T, N]
+  uint8_t* final_obs = nullptr;  // [T, N, obs]
+  int64_t steps = 0;             // T
+  int64_t obs_dtype = 0;
+  std::vector<double> episode_returns;  // episodes ended since the last read
+  std::vector<int64_t> episode_lengths;
+  std::string error;
+};
+
+// Steps the pool into slot t and writes the new observations as float32 to `next_obs`.
+// Returns 0, or -1 with the message in ctx->error. Must not be called concurrently.
+extern "C" int32_t FastbatchRolloutStep(void* raw, int64_t t, const void* actions, float* next_obs) {
+  auto* ctx = static_cast<RolloutContext*>(raw);
+  try {
+    if (t < 0 || t >= ctx->steps) throw std::out_of_range("rollout step index out of range");
+    VectorPool& pool = *ctx->pool;
+    const int64_t n = pool.num_envs();
+    const int64_t row = pool.obs_row_bytes();
+    BatchOut out;
+    out.obs = ctx->obs + (t + 1) * n * row;
+    out.reward = ctx->reward + t * n;
+    out.terminated = ctx->terminated + t * n;
+    out.truncated = ctx->truncated + t * n;
+    const int64_t ended = pool.Step(actions, out);
+    if (ended > 0) {
+      const uint8_t* done = pool.done();
+      for (int64_t i = 0; i < n; ++i) {
+        if (!done[i]) continue;
+        ctx->episode_returns.push_back(pool.episode_return()[i]);
+        ctx->episode_lengths.push_back(pool.episode_length()[i]);
+        if (pool.autoreset_mode() == AutoresetMode::kSameStep) {
+          std::memcpy(ctx->final_obs + (t * n + i) * row, pool.final_obs() + i * row, static_cast<size_t>(row));
+        }
+      }
+    }
+    const auto* obs = static_cast<const uint8_t*>(out.obs);
+    const int64_t count = n * row / (ctx->obs_dtype == FB_FLOAT64 ? 8 : 4);
+    if (ctx->obs_dtype == FB_FLOAT32) {
+      std::memcpy(next_obs, obs, static_cast<size_t>(count) * sizeof(float));
+    } else if (ctx->obs_dtype == FB_FLOAT64) {
+      const auto* src = reinterpret_cast<const double*>(obs);
+      for (int64_t k = 0; k < count; ++k) next_obs[k] = static_cast<float>(src[k]);
+    } else {
+      throw std::invalid_argument("the TF rollout op takes float32 or float64 observations");
+    }
+    return 0;
+  } catch (const EnvError& e) {
+    ctx->error = (e.env_index() >= 0 ? "env " + std::to_string(e.env_index()) + ": " : "") + e.what();
+  } catch (const std::exception& e) {
+    ctx->error = e.what();
+  }
+  return -1;
+}
+
+extern "C" const char* FastbatchRolloutError(void* raw) {
+  return static_cast<RolloutContext*>(raw)->error.c_str();
+}
+
 class PyVectorPool {
  public:
   PyVectorPool(const EnvType& type, int64_t num_envs, int num_threads, int autoreset_mode,
@@ -412,8 +480,52 @@ class PyVectorPool {
     } release_busy{&busy_};
     slots_.clear();
     batch_slots_.clear();
+    rollout_.reset();
+    rollout_storage_ = py::none();
     last_obs_ = py::none();
     pool_.reset();
+  }
+
+  // A context for FastbatchRolloutStep over the given rollout storage (C-contiguous arrays of
+  // shapes [T+1, N, *obs], [T, N] float32, [T, N] bool, [T, N] bool, [T, N, *obs]); its address.
+  uintptr_t RolloutContextFor(py::array obs, py::array reward, py::array terminated,
+                              py::array truncated, py::array final_obs) {
+    Check();
+    const int64_t n = pool_->num_envs();
+    const int64_t t = reward.ndim() == 2 ? reward.shape(0) : -1;
+    auto check = [&](const py::array& a, const char* name, py::ssize_t rows, int64_t row_bytes) {
+      if (!(a.flags() & py::array::c_style) || !a.writeable() || a.ndim() < 2 || a.shape(0) != rows ||
+          a.shape(1) != n || a.nbytes() != rows * n * row_bytes) {
+        throw py::value_error(std::string("rollout storage '") + name + "' has the wrong shape or layout");
+      }
+    };
+    if (t <= 0) throw py::value_error("reward storage must have shape (T, num_envs)");
+    check(obs, "obs", t + 1, pool_->obs_row_bytes());
+    check(reward, "reward", t, 4);
+    check(terminated, "terminated", t, 1);
+    check(truncated, "truncated", t, 1);
+    check(final_obs, "final_obs", t, pool_->obs_row_bytes());
+    rollout_ = std::make_unique<RolloutContext>();
+    rollout_->pool = pool_.get();
+    rollout_->obs = static_cast<uint8_t*>(obs.mutable_data());
+    rollout_->reward = static_cast<float*>(reward.mutable_data());
+    rollout_->terminated = static_cast<uint8_t*>(terminated.mutable_data());
+    rollout_->truncated = static_cast<uint8_t*>(truncated.mutable_data());
+    rollout_->final_obs = static_cast<uint8_t*>(final_obs.mutable_data());
+    rollout_->steps = t;
+    rollout_->obs_dtype = pool_->spec().observation.dtype;
+    rollout_storage_ = py::make_tuple(obs, reward, terminated, truncated, final_obs);  // keep alive
+    return reinterpret_cast<uintptr_t>(rollout_.get());
+  }
+
+  // Episodes ended through the rollout context since the last call: (returns, lengths).
+  py::tuple RolloutEpisodes() {
+    if (!rollout_) return py::make_tuple(py::array_t<double>(0), py::array_t<int64_t>(0));
+    py::array_t<double> r(static_cast<py::ssize_t>(rollout_->episode_returns.size()), rollout_->episode_returns.data());
+    py::array_t<int64_t> l(static_cast<py::ssize_t>(rollout_->episode_lengths.size()), rollout_->episode_lengths.data());
+    rollout_->episode_returns.clear();
+    rollout_->episode_lengths.clear();
+    return py::make_tuple(r, l);
   }
 
   bool closed() const { return pool_ == nullptr; }
@@ -548,6 +660,8 @@ class PyVectorPool {
   py::object last_obs_ = py::none();  // the obs array last handed out (partial resets copy it)
   std::atomic<bool> busy_{false};
   std::atomic<bool> closing_{false};  // set by Close(): every later call is refused
+  std::unique_ptr<RolloutContext> rollout_;
+  py::object rollout_storage_ = py::none();
   bool discrete_ = false;
   int64_t action_n_ = 0;
   std::vector<py::ssize_t> action_row_shape_;
@@ -745,6 +859,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("_load_word", [](uintptr_t address) { return Word(address).load(std::memory_order_acquire); },
         py::arg("address"));
 
+  m.attr("_rollout_step_address") = reinterpret_cast<uintptr_t>(&FastbatchRolloutStep);
+  m.attr("_rollout_error_address") = reinterpret_cast<uintptr_t>(&FastbatchRolloutError);
+
   m.def("_native_loop_seconds", &NativeLoopSeconds, py::arg("env_type"), py::arg("num_envs"),
         py::arg("steps"), py::arg("seed") = 0);
 
@@ -763,6 +880,9 @@ PYBIND11_MODULE(_core, m) {
       .def("episode_stats", &PyVectorPool::EpisodeStats)
       .def("final_obs", &PyVectorPool::FinalObs)
       .def("get_state", &PyVectorPool::GetState, py::arg("env"))
+      .def("rollout_context", &PyVectorPool::RolloutContextFor, py::arg("obs"), py::arg("reward"),
+           py::arg("terminated"), py::arg("truncated"), py::arg("final_obs"))
+      .def("rollout_episodes", &PyVectorPool::RolloutEpisodes)
       .def("close", &PyVectorPool::Close)
       .def_property_readonly("closed", &PyVectorPool::closed)
       .def_property_readonly("num_threads", &PyVectorPool::num_threads)

@@ -115,6 +115,19 @@ class Agent(tf.Module):
         )
         self.host.scratch = [fastbatch.aligned_empty(N, dt) for dt in (np.float32, np.bool_, np.bool_)]
         self.host.tensors = {k: as_tensor(v) for k, v in store.items()}  # aliases, no copies
+        # Native envs with float observations are stepped by the rollout op (no Python per
+        # step) when it can be built; otherwise, and for the process backend, by numpy_function.
+        self.host.op = None
+        env = self.host.env
+        act_dtype = np.dtype(env.single_action_space.dtype)
+        if (isinstance(env, fastbatch.NativeVectorEnv) and obs_dtype in (np.float32, np.float64)
+                and (self.discrete or act_dtype == np.float32)):
+            from . import tf_op
+
+            self.host.op = tf_op.load()
+            if self.host.op is not None:
+                self.host.op_context = env._pool.rollout_context(
+                    store["obs"], store["reward"], store["terminated"], store["truncated"], store["final_obs"])
 
     def start(self, seed: int) -> None:
         """Resets every env (env i gets seed + i) into slot 0 of the rollout storage."""
@@ -156,7 +169,28 @@ class Agent(tf.Module):
 
     def collect(self):
         """One rollout of T steps: returns the sampled actions [T, N, ...]."""
-        return self._collect(self.host.tensors["obs"])
+        actions = self._collect(self.host.tensors["obs"])
+        if self.host.op is not None:  # episodes the op saw end, in order
+            returns, lengths = self.host.env._pool.rollout_episodes()
+            self.host.episode_returns.extend(returns.tolist())
+            self.host.episode_lengths.extend(lengths.tolist())
+        return actions
+
+    def _step_env(self, t, env_action):
+        """The env step inside the graph: the rollout op, or numpy_function as the fallback."""
+        c = self.config
+        shape = [c.num_envs, self.obs_size]
+        host = self.host
+        if host.op is not None:
+            from fastbatch import _core
+
+            return host.op.fastbatch_rollout_step(
+                t, env_action, step_fn=_core._rollout_step_address, error_fn=_core._rollout_error_address,
+                context=host.op_context, obs_shape=shape,
+            )
+        next_obs = tf.numpy_function(self._env_step, [t, env_action], tf.float32, stateful=True)
+        next_obs.set_shape(shape)
+        return next_obs
 
     @tf.function(autograph=False)
     def _collect(self, obs_store):
@@ -172,9 +206,7 @@ class Agent(tf.Module):
             params, state = self.policy(self.normalize(obs), state, tf.fill([N], tf.equal(t, 0)))
             action = self.policy.sample(params, tf.stack([base, t + 7919 * c.seed]))
             env_action = action if self.discrete else tf.clip_by_value(action, self.action_low, self.action_high)
-            next_obs = tf.numpy_function(self._env_step, [t, env_action], tf.float32, stateful=True)
-            next_obs.set_shape([N, self.obs_size])
-            return t + 1, next_obs, state, actions.write(t, action)
+            return t + 1, self._step_env(t, env_action), state, actions.write(t, action)
 
         actions = tf.TensorArray(tf.int64 if self.discrete else tf.float32, T)
         _, _, _, actions = tf.while_loop(

@@ -71,14 +71,27 @@ class _Progress:
 
 
 class PolicyExport(tf.Module):
-    """The exported policy: raw observations in (normaliser inside), deterministic actions out."""
+    """The exported policy: raw observations in (normaliser inside), deterministic actions out.
+
+    It holds only the policy network and the observation statistics (not the agent, whose
+    rollout graph may use the fastbatch op that a SavedModel loader would not have)."""
 
     def __init__(self, agent: Agent):
         super().__init__()
-        self.agent = agent
-        self.serve = tf.function(
-            lambda obs: agent.act(obs), input_signature=[tf.TensorSpec([None, agent.obs_size], tf.float32)]
-        )
+        self.policy = agent.policy
+        self.obs_rms = agent.obs_rms
+        normalize, clip = agent.config.normalize_obs, agent.config.obs_clip
+        low = None if agent.discrete else agent.action_low
+        high = None if agent.discrete else agent.action_high
+
+        def serve(obs):
+            x = self.obs_rms.normalize(obs, clip) if normalize else obs
+            batch = tf.shape(obs)[0]
+            params, _ = self.policy(x, self.policy.initial_state(batch), tf.ones([batch], tf.bool))
+            action = self.policy.mode(params)
+            return action if low is None else tf.clip_by_value(action, low, high)
+
+        self.serve = tf.function(serve, input_signature=[tf.TensorSpec([None, agent.obs_size], tf.float32)])
 
 
 def train(

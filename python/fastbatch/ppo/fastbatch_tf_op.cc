@@ -1,0 +1,75 @@
+// fastbatch's TensorFlow op: one rollout step of a native pool from inside a TensorFlow graph,
+// with no Python in the loop. Compiled on first use against the installed TensorFlow (see
+// tf_op.py). It reaches the pool only through plain C function pointers and an opaque context
+// that fastbatch._core hands out (attrs step_fn, error_fn, context), so this library links
+// against neither _core nor Python.
+#include <cmath>
+#include <cstdint>
+
+#include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/shape_inference.h"
+
+namespace {
+
+using StepFn = int32_t (*)(void*, int64_t, const void*, float*);
+using ErrorFn = const char* (*)(void*);
+
+REGISTER_OP("FastbatchRolloutStep")
+    .Input("t: int32")
+    .Input("actions: dtype")
+    .Output("next_obs: float")
+    .Attr("dtype: {int64, float}")
+    .Attr("step_fn: int")
+    .Attr("error_fn: int")
+    .Attr("context: int")
+    .Attr("obs_shape: shape")
+    .SetIsStateful()
+    .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
+      tensorflow::PartialTensorShape shape;
+      TF_RETURN_IF_ERROR(c->GetAttr("obs_shape", &shape));
+      tensorflow::shape_inference::ShapeHandle handle;
+      TF_RETURN_IF_ERROR(c->MakeShapeFromPartialTensorShape(shape, &handle));
+      c->set_output(0, handle);
+      return absl::OkStatus();
+    });
+
+class RolloutStepOp : public tensorflow::OpKernel {
+ public:
+  explicit RolloutStepOp(tensorflow::OpKernelConstruction* c) : OpKernel(c) {
+    int64_t step = 0, error = 0, context = 0;
+    OP_REQUIRES_OK(c, c->GetAttr("step_fn", &step));
+    OP_REQUIRES_OK(c, c->GetAttr("error_fn", &error));
+    OP_REQUIRES_OK(c, c->GetAttr("context", &context));
+    OP_REQUIRES_OK(c, c->GetAttr("obs_shape", &shape_));
+    step_ = reinterpret_cast<StepFn>(step);
+    error_ = reinterpret_cast<ErrorFn>(error);
+    context_ = reinterpret_cast<void*>(context);
+  }
+
+  void Compute(tensorflow::OpKernelContext* c) override {
+    const tensorflow::Tensor& t = c->input(0);
+    const tensorflow::Tensor& actions = c->input(1);
+    if (actions.dtype() == tensorflow::DT_FLOAT) {
+      const auto flat = actions.flat<float>();
+      for (int64_t i = 0; i < flat.size(); ++i) {
+        OP_REQUIRES(c, !std::isnan(flat(i)), absl::InvalidArgumentError("NaN action"));
+      }
+    }
+    tensorflow::Tensor* out = nullptr;
+    OP_REQUIRES_OK(c, c->allocate_output(0, shape_, &out));
+    const int32_t rc = step_(context_, t.scalar<int32_t>()(), actions.tensor_data().data(),
+                             out->flat<float>().data());
+    OP_REQUIRES(c, rc == 0, absl::InternalError(error_(context_)));
+  }
+
+ private:
+  StepFn step_ = nullptr;
+  ErrorFn error_ = nullptr;
+  void* context_ = nullptr;
+  tensorflow::TensorShape shape_;
+};
+
+REGISTER_KERNEL_BUILDER(Name("FastbatchRolloutStep").Device(tensorflow::DEVICE_CPU), RolloutStepOp);
+
+}  // namespace
