@@ -14,7 +14,6 @@ import argparse
 import sys
 import time
 
-import numpy as np
 
 import fastbatch
 

@@ -48,9 +48,10 @@ from fastbatch._shm import (
     Layout,
     word_address,
 )
-from fastbatch.errors import AsyncStateError, ClosedEnvError, EnvError, WorkerDiedError
+from fastbatch.errors import AsyncStateError, EnvError, WorkerDiedError
 from fastbatch.vector import (
     _MODE_CODES,
+    _CallChecks,
     _autoreset_mode,
     _available_cores,
     _positive_int,
@@ -67,7 +68,7 @@ __all__ = ["ProcessVectorEnv"]
 _WAIT_SPIN_US = 1000.0
 
 
-class ProcessVectorEnv(gymnasium.vector.VectorEnv):
+class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
     """`len(env_fns)` gymnasium envs stepped in `num_workers` processes, as a `VectorEnv`.
 
     Build it with ``fastbatch.make(env_id_or_factories, num_envs, backend="process", ...)``.
@@ -510,17 +511,6 @@ class ProcessVectorEnv(gymnasium.vector.VectorEnv):
             self._conns[w].recv()
 
     # ------------------------------------------------------------------ lifecycle
-    def _check_open(self) -> None:
-        if self.closed:
-            raise ClosedEnvError("this fastbatch env is closed")
-
-    def _check_stepable(self) -> None:
-        self._check_open()
-        if not self._reset_called:
-            raise RuntimeError("call reset() before step()")
-        if self._broken:
-            raise RuntimeError("a previous step raised an env error; call reset() before stepping again")
-
     def close_extras(self, **kwargs: Any) -> None:
         if self._local is not None:
             for env in self._local.envs:

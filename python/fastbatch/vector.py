@@ -90,7 +90,26 @@ def _seed_list(seed: Any, num_envs: int) -> list[int | None]:
     return [None if s is None else int(s) for s in seeds]
 
 
-class NativeVectorEnv(gymnasium.vector.VectorEnv):
+class _CallChecks:
+    """The state checks both backends make before a call."""
+
+    closed: bool
+    _reset_called: bool
+    _broken: bool = False
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClosedEnvError("this fastbatch env is closed")
+
+    def _check_stepable(self) -> None:
+        self._check_open()
+        if not self._reset_called:
+            raise RuntimeError("call reset() before step()")
+        if self._broken:
+            raise RuntimeError("a previous step raised an env error; call reset() before stepping again")
+
+
+class NativeVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
     """A batch of `num_envs` native (C++) envs stepped together, as a gymnasium `VectorEnv`.
 
     Build it with :func:`fastbatch.make`. Observations, rewards (float32) and flags are returned
@@ -296,15 +315,6 @@ class NativeVectorEnv(gymnasium.vector.VectorEnv):
         return self._pool.get_state(index)
 
     # ------------------------------------------------------------------ internals
-    def _check_open(self) -> None:
-        if self.closed:
-            raise ClosedEnvError("this fastbatch env is closed")
-
-    def _check_stepable(self) -> None:
-        self._check_open()
-        if not self._reset_called:
-            raise RuntimeError("call reset() before step()")
-
     def _episode_info(self) -> dict[str, Any]:
         done, ret, length, elapsed = self._pool.episode_stats()
         info = episode_info(done, ret, length, elapsed, self._stats_key)
