@@ -100,6 +100,8 @@ def test_registering_an_id_twice_needs_replace(example_library):
         fastbatch.register_native_env("Twice-v0", example_library)
     with pytest.raises(ValueError, match="already registered"):
         fastbatch.register_native_env("CartPole-v1", example_library)
+    with pytest.raises(ValueError, match="already registered"):  # its gymnasium id: the same env
+        fastbatch.register_native_env("fastbatch/CartPole-v1", example_library)
     fastbatch.register_native_env("Twice-v0", example_library, replace=True)
 
 
@@ -167,3 +169,17 @@ def test_a_constructor_exception_fails_make_cleanly(faulty):
     with pytest.raises(fastbatch.EnvError, match="creating envs failed: constructor refused"):
         fastbatch.make("NoCreate-v0", num_envs=4, fail_in_constructor=1)
     assert fastbatch.make("NoCreate-v0", num_envs=4).reset()[0].shape == (4, 3)
+
+
+def test_a_table_shorter_than_get_state_is_not_read_past_its_end(faulty):
+    fastbatch.register_native_env("FullTable-v0", faulty(6), replace=True)
+    full = fastbatch.make("FullTable-v0", num_envs=2)
+    full.reset(seed=0)
+    full.step(np.zeros(2, dtype=np.int64))
+    np.testing.assert_array_equal(full.get_env_state(0), [1.0])  # the same env, full table
+    fastbatch.register_native_env("ShortTable-v0", faulty(7), replace=True)
+    env = fastbatch.make("ShortTable-v0", num_envs=2)
+    env.reset(seed=0)
+    env.step(np.zeros(2, dtype=np.int64))
+    with pytest.raises(ValueError, match="does not expose its state"):
+        env.get_env_state(0)

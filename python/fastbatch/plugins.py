@@ -41,6 +41,8 @@ def register_native_env(
     ``ValueError``) for one that does not load, lacks the entry symbol, was built for another
     ABI version, or declares an unsupported spec.
     """
+    if isinstance(env_id, str) and env_id.startswith("fastbatch/"):
+        env_id = env_id[len("fastbatch/") :]  # the gymnasium id of a native env: the same env
     if not isinstance(env_id, str) or not env_id or env_id.startswith("_"):
         raise ValueError(f"env_id must be a non-empty string not starting with '_', got {env_id!r}")
     if REGISTRY.has(env_id) and not replace:

@@ -1,5 +1,8 @@
 // Deliberately broken native env plugins for tests/test_plugin.py. Each build picks one defect
 // with -DFAULT=<n>; the test checks that fastbatch reports it as a clear Python error.
+// 0 no entry symbol, 1 ABI 999, 2 bad dtype, 3 empty shape, 4 step throws on action 1,
+// 5 missing step, 6 valid (constructor throws on request), 7 a table too short for get_state.
+#include <cstddef>
 #include <stdexcept>
 
 #include "fastbatch/env.h"
@@ -23,6 +26,9 @@ class Faulty {
     steps_ = 0;
     obs[0] = obs[1] = obs[2] = 0.0f;
   }
+  static constexpr int64_t kStateSize = 1;
+  void GetState(double* out) const { out[0] = steps_; }
+
   fastbatch::StepResult Step(int64_t action, float* obs) {
     ++steps_;
     if (FAULT == 4 && action == 1) throw std::runtime_error("step refused action 1");
@@ -43,6 +49,7 @@ const fb_env_api* Broken() {
   if (FAULT == 2) spec.observation.dtype = 99;
   if (FAULT == 3) spec.observation.ndim = 0;
   if (FAULT == 5) api.step = nullptr;
+  if (FAULT == 7) api.struct_size = offsetof(fb_env_api, get_state);  // an older, shorter table
   api.spec = [] { return static_cast<const fb_spec*>(&spec); };
   return &api;
 }

@@ -1,6 +1,7 @@
 #include "vector_pool.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <random>
 
@@ -307,7 +308,11 @@ int64_t VectorPool::GetState(int64_t env, double* out, int64_t capacity) const {
   if (is_async() && in_flight_[static_cast<size_t>(env)]) {
     throw AsyncStateError("env " + std::to_string(env) + " is in flight; recv() it first");
   }
-  if (api_->get_state == nullptr) return 0;
+  // A table built before get_state existed is shorter: the field is then not there to read.
+  if (api_->struct_size < offsetof(fb_env_api, get_state) + sizeof(api_->get_state) ||
+      api_->get_state == nullptr) {
+    return 0;
+  }
   return api_->get_state(block_, env, out, capacity);
 }
 
