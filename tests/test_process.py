@@ -14,6 +14,8 @@ import cloudpickle
 import gymnasium
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import fastbatch
@@ -267,3 +269,43 @@ def test_in_parent_steps_the_first_block_in_the_caller():
     local.close()
     with pytest.raises(ValueError, match="in_parent"):
         scripted(4, num_workers=2, in_parent=True, batch_size=2)
+
+
+@pytest.fixture(scope="module")
+def fuzz_env():
+    env = scripted(4, length=3, num_workers=2)
+    yield env
+    env.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(calls=st.lists(st.tuples(
+    st.sampled_from(["step", "bad_step", "reset", "mask", "send", "recv"]),
+    st.lists(st.sampled_from([0, 1, 5, -1, 6, 2**40]), min_size=0, max_size=5),
+    st.sampled_from(["int64", "float32", "bool", "int8"]),
+), min_size=1, max_size=10))
+def test_random_call_sequences_on_the_process_backend(fuzz_env, calls):
+    env = fuzz_env
+    env.reset(seed=0)
+    for name, values, dtype in calls:
+        try:
+            if name == "step":
+                env.step(np.zeros(4, dtype=np.int64))
+            elif name == "bad_step":
+                env.step(np.array(values, dtype=dtype))
+            elif name == "reset":
+                env.reset(seed=values[0] if values else None)
+            elif name == "mask":
+                env.reset(options={"reset_mask": np.array(values[:4], dtype=bool)})
+            elif name == "send":
+                env.send(np.array(values, dtype=dtype))
+            else:
+                env.recv()
+        except (TypeError, ValueError, OverflowError, fastbatch.AsyncStateError):
+            pass
+        except RuntimeError as exc:
+            assert "reset" in str(exc)
+    assert not env.closed
+    env.reset()
+    obs, *_ = env.step(np.zeros(4, dtype=np.int64))  # still usable
+    assert obs.shape == (4, 2)

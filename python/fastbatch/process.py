@@ -551,7 +551,10 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
 
     def __del__(self) -> None:
         if not getattr(self, "closed", True):
-            self.close()
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 - at interpreter exit modules may be gone
+                pass
 
     def __enter__(self):
         return self
