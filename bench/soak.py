@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     report("native CartPole-v1 x256", *soak(native, args.native_steps, ["self"]))
     native.close()
     proc = fastbatch.make("CartPole-v1", 16, backend="process", num_workers=2)
-    pids = ["self"] + [p.pid for p in proc._processes]
+    pids = ["self"] + [p.pid for p in proc._processes if p]
     report("process CartPole-v1 x16 (parent + workers)", *soak(proc, args.process_steps, pids))
     proc.close()
     return 0

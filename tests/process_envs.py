@@ -73,3 +73,40 @@ class LegacyEnv:
 
     def close(self):
         pass
+
+
+class NumericInfoEnv(gymnasium.Env):
+    """Returns numeric infos of several types on most steps (none every third step; a vector
+    value every fifth), so the shared-memory info path and its fast path both run."""
+
+    def __init__(self, length: int = 7):
+        self.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (1,), np.float64)
+        self.action_space = gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        self.length = length
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = int(self.np_random.integers(3))
+        return np.array([self.t], dtype=np.float64), {"start": self.t}
+
+    def step(self, action):
+        self.t += 1
+        info = {}
+        if self.t % 3:
+            info = {"x": np.float64(self.t * 0.5), "n": self.t, "f32": np.float32(action[0]), "flag": self.t % 2 == 0}
+        if self.t % 5 == 0:
+            info["vec"] = np.arange(2) * self.t
+        return np.array([self.t], dtype=np.float64), float(action[0]), self.t >= self.length, False, info
+
+
+class RestartOnceEnv(ScriptedEnv):
+    """A ScriptedEnv whose construction fails once `marker` exists (written by the first
+    construction): a worker restarted with it cannot rebuild its envs."""
+
+    def __init__(self, marker: str):
+        if os.path.exists(marker):
+            raise RuntimeError("this env can be built only once")
+        with open(marker, "a"):
+            pass
+        super().__init__(5)

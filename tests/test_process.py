@@ -127,7 +127,7 @@ def test_an_env_exception_names_the_env_and_carries_the_worker_traceback():
 def test_a_dead_worker_is_reported_quickly_and_the_env_closes(action, how):
     env = scripted(4, num_workers=2)
     env.reset()
-    pids = [p.pid for p in env._processes]
+    pids = [p.pid for p in env._processes if p]
     start = time.monotonic()
     with pytest.raises(fastbatch.WorkerDiedError, match=f"worker 1 \\(envs 2..3\\) died \\({how}\\)"):
         env.step(np.array([0, 0, action, 0]))
@@ -143,7 +143,7 @@ def test_close_ends_every_worker_and_leaves_nothing_in_dev_shm():
     env = scripted(4, num_workers=2)
     env.reset()
     env.step(np.zeros(4, dtype=np.int64))
-    pids = [p.pid for p in env._processes]
+    pids = [p.pid for p in env._processes if p]
     assert set(os.listdir("/dev/shm")) == before  # the segment is an anonymous memfd
     env.close()
     assert pids_alive(pids) == []
@@ -156,9 +156,9 @@ def test_workers_die_with_a_killed_parent(tmp_path):
     script.write_text(textwrap.dedent(
         """
         import sys, time, fastbatch
-        env = fastbatch.make("CartPole-v1", 4, backend="process", num_workers=2)
+        env = fastbatch.make("CartPole-v1", 4, backend="process", num_workers=2, in_parent=False)
         env.reset()
-        print(" ".join(str(p.pid) for p in env._processes), flush=True)
+        print(" ".join(str(p.pid) for p in env._processes if p), flush=True)
         time.sleep(60)
         """
     ))  # no `if __name__ == "__main__"` guard: workers never re-import the caller's script
@@ -175,7 +175,7 @@ def test_workers_die_with_a_killed_parent(tmp_path):
 
 
 def test_ctrl_c_during_a_step_leaves_the_env_usable():
-    env = scripted(2, num_workers=2)
+    env = scripted(2, num_workers=2, in_parent=False)
     env.reset()
     timer = threading.Timer(0.1, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
@@ -184,6 +184,19 @@ def test_ctrl_c_during_a_step_leaves_the_env_usable():
     obs, *_ = env.step(np.array([0, 0]))
     assert obs.shape == (2, 2)
     env.close()
+    # in_parent: the Ctrl-C lands inside an env of the caller's block, whose state is then
+    # unknown: the next step asks for a reset, which works.
+    local = scripted(2, num_workers=2, in_parent=True)
+    local.reset()
+    timer = threading.Timer(0.1, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        local.step(np.array([5, 5]))
+    with pytest.raises(RuntimeError, match="reset"):
+        local.step(np.array([0, 0]))
+    local.reset()
+    assert local.step(np.array([0, 0]))[0].shape == (2, 2)
+    local.close()
 
 
 def test_disabled_autoreset_and_reset_mask():
@@ -309,3 +322,157 @@ def test_random_call_sequences_on_the_process_backend(fuzz_env, calls):
     env.reset()
     obs, *_ = env.step(np.zeros(4, dtype=np.int64))  # still usable
     assert obs.shape == (4, 2)
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED])
+def test_numeric_infos_travel_through_shared_memory_and_match_gymnasium(mode):
+    fns = [lambda: process_envs.NumericInfoEnv(7)] * 5
+    env = fastbatch.make(fns, backend="process", num_workers=2, autoreset_mode=mode)
+    ref = SyncVectorEnv(fns, autoreset_mode=mode)
+    obs, info = env.reset(seed=4)
+    robs, rinfo = ref.reset(seed=4)
+    np.testing.assert_array_equal(obs, robs)
+    assert info.keys() == rinfo.keys()
+    rng = np.random.default_rng(0)
+    shared, done = 0, np.zeros(5, dtype=bool)
+    for t in range(40):
+        if mode == AutoresetMode.DISABLED and done.any():
+            obs, info = env.reset(seed=t, options={"reset_mask": done})
+            robs, rinfo = ref.reset(seed=t, options={"reset_mask": done})
+            done[:] = False
+        else:
+            actions = rng.uniform(-1, 1, (5, 1)).astype(np.float32)
+            obs, _, te, tr, info = env.step(actions)
+            robs, _, rte, rtr, rinfo = ref.step(actions)
+            np.testing.assert_array_equal(te, rte)
+            done = te | tr
+            shared += int(env._v["control"][1, 4] == 2)  # HAS_INFO of worker 1: INFO_SHARED
+        np.testing.assert_array_equal(obs, robs)
+        info.pop("episode", None), info.pop("_episode", None)
+        assert info.keys() == rinfo.keys(), t
+        for key, value in rinfo.items():
+            if key == "final_obs":
+                for a, b in zip(info[key], value):
+                    np.testing.assert_array_equal(a, b)
+            elif isinstance(value, dict):
+                assert info[key].keys() == value.keys()
+                for k2 in value:
+                    np.testing.assert_array_equal(info[key][k2], value[k2])
+                    assert info[key][k2].dtype == value[k2].dtype
+            else:
+                np.testing.assert_array_equal(info[key], value)
+                assert info[key].dtype == value.dtype, key
+    assert shared > 10
+    env.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.sampled_from(["f64", "int", "bool", "f32", "i8"])), min_size=1, max_size=6),
+       st.integers(0, 3))
+def test_block_info_fast_path_equals_entry_by_entry(rows_and_types, first):
+    from fastbatch.vector import add_info, block_info
+
+    makers = {"f64": np.float64, "int": int, "bool": bool, "f32": np.float32, "i8": np.int8}
+    entries = []
+    for k, (present, kind) in enumerate(rows_and_types):
+        if present:
+            entries.append((first + k, None, {"a": makers[kind](k + 1), "b": float(k)}))
+    rows = len(rows_and_types)
+    expected: dict = {}
+    for i, _, info in entries:
+        expected = add_info(expected, info, i - first, rows)
+    got = block_info(entries, None, first, rows)
+    assert got.keys() == expected.keys()
+    for key in expected:
+        np.testing.assert_array_equal(got[key], expected[key])
+        assert got[key].dtype == expected[key].dtype
+
+
+def test_results_never_change_behind_the_caller_and_dropped_ones_are_reused():
+    env = scripted(4, length=100, num_workers=2)
+    env.reset()
+    kept = env.step(np.zeros(4, dtype=np.int64))
+    snapshot = [a.copy() for a in kept[:4]]
+    for _ in range(5):
+        env.step(np.ones(4, dtype=np.int64))
+    for a, b in zip(kept[:4], snapshot):
+        np.testing.assert_array_equal(a, b)
+        assert a.ctypes.data % 64 == 0
+    addresses = {env.step(np.zeros(4, dtype=np.int64))[0].ctypes.data for _ in range(20)}
+    assert len(addresses) <= 2  # dropped results are recycled: no allocation per step
+    env.close()
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED])
+def test_restart_replaces_a_dead_worker_and_truncates_its_episodes(mode):
+    env = scripted(4, length=50, num_workers=2, restart=True, autoreset_mode=mode)
+    env.reset(seed=0)
+    env.step(np.zeros(4, dtype=np.int64))
+    old = env._processes[1].pid
+    obs, reward, term, trunc, info = env.step(np.array([0, 0, 4, 0]))  # env 2 segfaults
+    assert env.restarts == 1 and env._processes[1].pid != old and not env.closed
+    np.testing.assert_array_equal(obs[:2], [[2, 0], [2, 0]])  # the other block stepped normally
+    np.testing.assert_array_equal(obs[2:, 0], [0, 0])  # fresh episodes
+    np.testing.assert_array_equal(trunc, [False, False, True, True])
+    np.testing.assert_array_equal(term, [False] * 4)
+    np.testing.assert_array_equal(reward[2:], [0, 0])
+    np.testing.assert_array_equal(info["_worker_restarted"], [False, False, True, True])
+    if mode == AutoresetMode.SAME_STEP:
+        np.testing.assert_array_equal(info["_final_obs"], [False, False, True, True])
+    if mode == AutoresetMode.DISABLED:
+        with pytest.raises(ValueError, match="env 2 has ended"):
+            env.step(np.zeros(4, dtype=np.int64))
+        env.reset(options={"reset_mask": np.array([False, False, True, True])})
+    obs, reward, term, trunc, info = env.step(np.zeros(4, dtype=np.int64))
+    expected_t = 0 if mode == AutoresetMode.NEXT_STEP else 1  # NEXT_STEP: the autoreset step
+    np.testing.assert_array_equal(obs[2:, 0], [expected_t, expected_t])
+    np.testing.assert_array_equal(obs[:2, 0], [3, 3])
+    for _ in range(10):
+        env.step(np.zeros(4, dtype=np.int64))
+    env.close()
+
+
+def test_restart_in_async_mode_and_when_the_envs_cannot_be_rebuilt(tmp_path):
+    env = scripted(4, length=50, num_workers=2, restart=True, batch_size=2)
+    env.reset()
+    env.send(np.array([0, 0, 3, 0]))  # env 2 calls os._exit
+    seen = set()
+    for _ in range(2):
+        _, _, _, trunc, info = env.recv()
+        seen.add(tuple(info["env_id"]))
+        if tuple(info["env_id"]) == (2, 3):
+            np.testing.assert_array_equal(trunc, [True, True])
+            np.testing.assert_array_equal(info["worker_restarted"], [True, True])
+    assert seen == {(0, 1), (2, 3)} and env.restarts == 1
+    env.close()
+
+    marker = str(tmp_path / "built")
+    once = fastbatch.make([lambda: process_envs.RestartOnceEnv(marker)], backend="process", restart=True)
+    once.reset()
+    with pytest.raises(fastbatch.WorkerDiedError, match="could not be restarted"):
+        once.step(np.array([4]))
+    assert once.closed
+
+
+def test_workers_import_factories_with_the_callers_sys_path(tmp_path, monkeypatch):
+    package = tmp_path / "userenvs"
+    package.mkdir()
+    (package / "my_envs.py").write_text(textwrap.dedent(
+        """
+        import gymnasium, numpy as np
+        class Tiny(gymnasium.Env):
+            observation_space = gymnasium.spaces.Box(0, 1, (1,), np.float32)
+            action_space = gymnasium.spaces.Discrete(2)
+            def reset(self, *, seed=None, options=None):
+                return np.zeros(1, np.float32), {}
+            def step(self, action):
+                return np.ones(1, np.float32), 1.0, False, False, {}
+        """
+    ))
+    monkeypatch.syspath_prepend(str(package))
+    monkeypatch.chdir(tmp_path)  # the worker's own sys.path[0] (cwd) does not hold my_envs
+    import my_envs
+
+    with fastbatch.make(my_envs.Tiny, 2, backend="process", num_workers=2) as env:
+        env.reset()
+        assert env.step(np.zeros(2, dtype=np.int64))[1].tolist() == [1.0, 1.0]

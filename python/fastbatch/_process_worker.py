@@ -28,14 +28,19 @@ from fastbatch._shm import (
     DONE_SEQ,
     ENDED,
     HAS_INFO,
+    INFO_NONE,
+    INFO_PIPE,
+    INFO_SHARED,
     OP,
     OP_CLOSE,
     OP_RESET,
+    OP_RESET_PENDING,
     OP_STEP,
     STATUS,
     STATUS_ERROR,
     STATUS_OK,
     Layout,
+    encode_info,
     word_address,
 )
 
@@ -74,18 +79,24 @@ def to_gymnasium_space(space: Any):
 
 
 class _Block:
+    """The envs [first, first + len(envs)) of one block and their episode bookkeeping.
+
+    Per-env counters are plain Python lists: the step loop is Python either way, and list items
+    are several times cheaper to read and write than numpy scalars."""
+
     def __init__(self, envs, first: int, mode: int, views: dict[str, np.ndarray]):
         self.envs = envs
         self.first = first
         self.mode = mode
         self.v = views
         n = len(envs)
-        self.needs_reset = np.zeros(n, dtype=bool)
-        self.ep_return = np.zeros(n)
-        self.ep_length = np.zeros(n, dtype=np.int64)
-        self.ep_start = np.zeros(n)
+        self.needs_reset = [False] * n
+        self.ep_return = [0.0] * n
+        self.ep_length = [0] * n
+        self.ep_start = [0.0] * n
         self.discrete = views["actions"].ndim == 1
         self.current = 0  # the env being worked on (names the env in error reports)
+        self._done_rows_set = False  # whether this block's rows of views["done"] hold a True
 
     def _start(self, k: int) -> None:
         self.needs_reset[k] = False
@@ -93,7 +104,10 @@ class _Block:
         self.ep_length[k] = 0
         self.ep_start[k] = time.perf_counter()
 
-    def reset(self) -> tuple[list, int]:
+    def reset(self, pending_autoreset: bool = False) -> tuple[list, int]:
+        """Resets the envs of the block that views["reset_mask"] selects. With
+        `pending_autoreset` (a restarted worker in NEXT_STEP mode) they also reset again on
+        their next step, as envs that just reported truncated=True do."""
         v, infos = self.v, []
         for k, env in enumerate(self.envs):
             i, self.current = self.first + k, k
@@ -103,6 +117,7 @@ class _Block:
             obs, info = env.reset(seed=seed)
             v["obs"][i] = obs
             self._start(k)
+            self.needs_reset[k] = pending_autoreset
             if info:
                 infos.append((i, None, info))
         return infos, 0
@@ -114,11 +129,13 @@ class _Block:
         v, infos, ended = self.v, [], 0
         first, last = self.first, self.first + len(self.envs)
         actions = v["actions"][first:last].tolist() if self.discrete else v["actions"][first:last].copy()
+        needs_reset, ep_return, ep_length = self.needs_reset, self.ep_return, self.ep_length
+        next_step, same_step = self.mode == NEXT_STEP, self.mode == SAME_STEP
         obs_rows, rewards, terms, truncs = [], [], [], []
-        done_rows = np.zeros(len(self.envs), dtype=bool)
+        done_rows = None
         for k, env in enumerate(self.envs):
             self.current = k
-            if self.mode == NEXT_STEP and self.needs_reset[k]:
+            if needs_reset[k] and next_step:
                 obs, info = env.reset()
                 self._start(k)
                 obs_rows.append(obs)
@@ -129,23 +146,25 @@ class _Block:
                     infos.append((first + k, None, info))
                 continue
             obs, reward, terminated, truncated, info = env.step(actions[k])
-            self.ep_return[k] += float(reward)
-            self.ep_length[k] += 1
+            ep_return[k] += float(reward)
+            ep_length[k] += 1
             final_info = None
             if terminated or truncated:
                 i = first + k
                 ended += 1
+                if done_rows is None:
+                    done_rows = [False] * len(self.envs)
                 done_rows[k] = True
-                v["ep_return"][i] = self.ep_return[k]
-                v["ep_length"][i] = self.ep_length[k]
+                v["ep_return"][i] = ep_return[k]
+                v["ep_length"][i] = ep_length[k]
                 v["ep_time"][i] = time.perf_counter() - self.ep_start[k]
-                if self.mode == SAME_STEP:
+                if same_step:
                     v["final_obs"][i] = obs
                     final_info = info
                     obs, info = env.reset()
                     self._start(k)
                 else:
-                    self.needs_reset[k] = True
+                    needs_reset[k] = True
             obs_rows.append(obs)
             rewards.append(reward)
             terms.append(terminated)
@@ -156,7 +175,12 @@ class _Block:
         v["reward"][first:last] = rewards
         v["terminated"][first:last] = terms
         v["truncated"][first:last] = truncs
-        v["done"][first:last] = done_rows
+        if done_rows is not None:
+            v["done"][first:last] = done_rows
+            self._done_rows_set = True
+        elif self._done_rows_set:  # the parent reads "done" only when an episode ended
+            v["done"][first:last] = False
+            self._done_rows_set = False
         return infos, ended
 
 
@@ -173,7 +197,9 @@ def main(argv: list[str]) -> None:
 
     conn = Connection(conn_fd)
     try:
-        envs = [fn() for fn in cloudpickle.loads(conn.recv_bytes())]
+        paths, factories = cloudpickle.loads(conn.recv_bytes())
+        sys.path[:] = paths + [p for p in sys.path if p not in paths]  # before unpickling envs
+        envs = [fn() for fn in cloudpickle.loads(factories)]
         spaces = [(to_gymnasium_space(e.observation_space), to_gymnasium_space(e.action_space)) for e in envs]
         conn.send(("ready", spaces[0], all(s == spaces[0] for s in spaces)))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
@@ -195,6 +221,7 @@ def main(argv: list[str]) -> None:
 
 def _serve(index, conn, block, views, layout: Layout, parent_pid) -> None:
     control = views["control"]
+    info_area = views["info_area"][index]
     cmd_address = word_address(control, index, CMD_SEQ)
     counter_address = word_address(control, layout.num_workers, 0)
     seen = 0
@@ -210,8 +237,8 @@ def _serve(index, conn, block, views, layout: Layout, parent_pid) -> None:
         try:
             if op == OP_STEP:
                 infos, ended = block.step()
-            elif op == OP_RESET:
-                infos, ended = block.reset()
+            elif op in (OP_RESET, OP_RESET_PENDING):
+                infos, ended = block.reset(pending_autoreset=op == OP_RESET_PENDING)
             elif op == OP_CLOSE:
                 for env in block.envs:
                     env.close()
@@ -219,11 +246,17 @@ def _serve(index, conn, block, views, layout: Layout, parent_pid) -> None:
             status = STATUS_ERROR
             env_index = block.first + block.current
             conn.send(("error", env_index, "".join(traceback.format_exception(exc))))
-        control[index, HAS_INFO] = 1 if infos else 0
+        where = INFO_NONE
+        if infos:  # merged here, in parallel with the other workers: one array per key
+            merged = block_info(infos, views, block.first, len(block.envs))
+            if encode_info(merged, info_area):
+                where = INFO_SHARED
+            else:
+                where = INFO_PIPE
+                conn.send(("info", merged))
+        control[index, HAS_INFO] = where
         control[index, ENDED] = ended
         control[index, STATUS] = status
-        if infos:  # merged here, in parallel with the other workers: one array per key
-            conn.send(("info", block_info(infos, views, block.first, len(block.envs))))
         control[index, DONE_SEQ] = seq
         _core._add_word(counter_address, 1)
         if op == OP_CLOSE:

@@ -14,6 +14,7 @@ __all__ = ["make"]
 
 _PROCESS_OPTIONS = (
     "num_workers", "seed", "autoreset_mode", "stats_key", "batch_size", "start_timeout", "in_parent",
+    "restart",
 )
 
 
@@ -36,7 +37,8 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
     ``num_envs``), ``seed``, ``autoreset_mode``, ``stats_key``, ``batch_size`` (whole worker
     blocks), ``start_timeout`` (seconds for workers to build their envs), ``in_parent`` (the
     calling process steps the first block itself, as the native pool's calling thread does: one
-    process fewer; an env crash in that block then reaches the caller); everything else
+    process fewer; an env crash in that block then reaches the caller), ``restart`` (replace a
+    worker process that dies, see ``ProcessVectorEnv``); everything else
     (``max_episode_steps`` included) goes to ``gymnasium.make`` for an id.
     """
     if backend not in (None, "native", "process"):
