@@ -11,15 +11,14 @@ import threading
 import time
 
 import cloudpickle
+import fastbatch
 import gymnasium
 import numpy as np
+import process_envs
 import pytest
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from gymnasium.vector import AutoresetMode, SyncVectorEnv
-
-import fastbatch
-import process_envs
 from process_envs import LegacyEnv, ScriptedEnv
 
 cloudpickle.register_pickle_by_value(process_envs)  # workers cannot import the tests folder

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from fastbatch import _core
-from fastbatch.vector import block_info
 from fastbatch._shm import (
     CMD_SEQ,
     DONE_SEQ,
@@ -43,6 +42,7 @@ from fastbatch._shm import (
     encode_info,
     word_address,
 )
+from fastbatch.vector import block_info
 
 NEXT_STEP, SAME_STEP, DISABLED = 0, 1, 2
 # After a command a worker keeps checking for the next one for about a millisecond, yielding its

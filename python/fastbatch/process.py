@@ -55,9 +55,9 @@ from fastbatch._shm import (
 from fastbatch.errors import AsyncStateError, EnvError, WorkerDiedError
 from fastbatch.vector import (
     _MODE_CODES,
-    _CallChecks,
     _autoreset_mode,
     _available_cores,
+    _CallChecks,
     _positive_int,
     _seed_list,
     aligned_copy,
@@ -416,7 +416,7 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
         ended, error = 0, None
         nrows = self.num_envs if rows is None else len(rows)
         for w in workers:
-            first, last = self._bounds[w], self._bounds[w + 1]
+            first = self._bounds[w]
             if self._conns[w] is None:  # the block this process stepped itself
                 local_error, block, local_ended = self._local_result
                 ended += local_ended
