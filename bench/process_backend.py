@@ -2,7 +2,10 @@
 
     python bench/process_backend.py [--quick]
 
-Rows ("in_parent": the calling process steps the first block itself, one process fewer):
+Methods: "fastbatch processes" steps every block in a worker process (in_parent=False);
+"fastbatch in_parent" has the calling process step the first block itself, one process fewer
+(the default when the workers are at least the available cores, as on a 2-core machine).
+Rows:
   HalfCheetah-v5, 16 envs   fastbatch process backend (2 workers) vs SyncVectorEnv and
                             AsyncVectorEnv (needs `pip install '.[mujoco]'`; skipped otherwise)
   CartPole-v1, 16 envs      the same, for a cheap pure-Python env
@@ -81,7 +84,8 @@ def main(argv=None) -> int:
         actions = [space.sample() for _ in range(16)]
         probe.close()
         methods = {
-            "fastbatch process": lambda: fastbatch.make([factory] * n, backend="process", num_workers=args.workers),
+            "fastbatch processes": lambda: fastbatch.make([factory] * n, backend="process",
+                                                          num_workers=args.workers, in_parent=False),
             "fastbatch in_parent": lambda: fastbatch.make([factory] * n, backend="process",
                                                           num_workers=args.workers, in_parent=True),
             "gymnasium Sync": lambda: gymnasium.vector.SyncVectorEnv([factory] * n),

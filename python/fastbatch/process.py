@@ -41,6 +41,7 @@ from fastbatch._shm import (
     HAS_INFO,
     INFO_PIPE,
     INFO_SHARED,
+    LINE,
     OP,
     OP_CLOSE,
     OP_RESET,
@@ -76,9 +77,14 @@ _MAX_SLOTS = 8
 _RESULT_FIELDS = ("obs", "reward", "terminated", "truncated")
 
 
+_WORDS = LINE // 4  # control words per worker line
+
+
 def _slot_free(slot: tuple[np.ndarray, ...]) -> bool:
     """True when only `slot` refers to its arrays (no caller holds one, nor a view of one)."""
-    return all(sys.getrefcount(slot[j]) == 2 for j in range(len(slot)))
+    getrefcount = sys.getrefcount
+    return (getrefcount(slot[0]) == 2 and getrefcount(slot[1]) == 2
+            and getrefcount(slot[2]) == 2 and getrefcount(slot[3]) == 2)
 
 
 class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
@@ -231,6 +237,9 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
             os.close(self._memfd)
             self._memfd = -1
         control = self._v["control"]
+        # The control words as a flat memoryview: item access is several times cheaper than
+        # numpy scalar indexing, and the step path reads a handful of them per worker.
+        self._ctl = memoryview(control).cast("B").cast("I")
         self._cmd_address = [word_address(control, w, CMD_SEQ) for w in range(workers)]
         self._counter_address = word_address(control, workers, 0)
         self._cmd = [0] * workers
@@ -321,10 +330,10 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
 
     # ------------------------------------------------------------------ protocol
     def _dispatch(self, op: int, workers: list[int]) -> None:
-        control = self._v["control"]
+        ctl = self._ctl
         self._uncollected.update(workers)
         for w in workers:
-            control[w, OP] = op
+            ctl[w * _WORDS + OP] = op
             self._cmd[w] = (self._cmd[w] + 1) & 0xFFFFFFFF
             _core._store_word(self._cmd_address[w], self._cmd[w])
 
@@ -359,7 +368,7 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
                 self._check_alive(workers)
 
     def _is_done(self, w: int) -> bool:
-        return int(self._v["control"][w, DONE_SEQ]) == self._cmd[w]
+        return self._ctl[w * _WORDS + DONE_SEQ] == self._cmd[w]
 
     def _settle(self) -> None:
         """Before a new command: finish and discard any command a Ctrl-C left uncollected."""
@@ -410,7 +419,7 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
 
     def _collect(self, workers: list[int], rows: dict[int, int] | None = None) -> tuple[dict, int]:
         """Reads statuses, infos and errors of finished `workers`; raises the first env error."""
-        control = self._v["control"]
+        ctl = self._ctl
         self._uncollected.difference_update(workers)
         infos: dict[str, Any] = {}
         ended, error = 0, None
@@ -422,12 +431,13 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
                 ended += local_ended
                 error = error or local_error
             else:
-                ended += int(control[w, ENDED])
-                failed = control[w, STATUS] == STATUS_ERROR
+                line = w * _WORDS
+                ended += ctl[line + ENDED]
+                failed = ctl[line + STATUS] == STATUS_ERROR
                 if failed:
                     _, index, text = self._conns[w].recv()
                     error = error or (index, text)
-                where = control[w, HAS_INFO]
+                where = ctl[line + HAS_INFO]
                 if where == INFO_SHARED:
                     block = decode_info(self._v["info_area"][w])
                 else:
@@ -701,6 +711,9 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
             os.close(self._memfd)
             self._memfd = -1
         if self._memory is not None:
+            if getattr(self, "_ctl", None) is not None:
+                self._ctl.release()
+                self._ctl = None
             self._v = {}
             try:
                 self._memory.close()
