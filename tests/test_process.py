@@ -17,7 +17,7 @@ import numpy as np
 import process_envs
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from process_envs import LegacyEnv, ScriptedEnv
 
@@ -475,3 +475,98 @@ def test_workers_import_factories_with_the_callers_sys_path(tmp_path, monkeypatc
     with fastbatch.make(my_envs.Tiny, 2, backend="process", num_workers=2) as env:
         env.reset()
         assert env.step(np.zeros(2, dtype=np.int64))[1].tolist() == [1.0, 1.0]
+
+
+LIFECYCLE_ERRORS = (TypeError, ValueError, fastbatch.AsyncStateError, fastbatch.ClosedEnvError, fastbatch.EnvError)
+
+lifecycle_calls = st.lists(st.tuples(
+    st.sampled_from(["step", "bad_step", "reset", "mask", "send", "recv", "close", "kill_worker"]),
+    st.lists(st.sampled_from([0, 1, -1, 6, 2**40, 0.5]), min_size=0, max_size=5),
+    st.sampled_from(["int64", "float64", "bool", "uint8"]),
+), min_size=0, max_size=8)
+
+
+INVALID_MAKE = {
+    "source": ["bad_id", "not_callable"], "num_envs": [-1, 0, 2.0, "2", True], "num_workers": [-1, 0, 9, 1.5, "2"],
+    "batch_size": [0, -1, 9, 3], "autoreset_mode": ["bogus", 3], "in_parent": ["yes", 1], "restart": [1, None],
+    "seed": [-1, 2**70, "x"], "start_timeout": [0.0, -1.0, float("nan"), "1"],
+}
+
+
+@st.composite
+def make_arguments(draw):
+    """Consistent make() arguments (sync, or async on whole blocks), then at most one of them
+    replaced by an invalid value, so that most examples get to run."""
+    num_envs = draw(st.sampled_from([2, 4]))
+    asynchronous = draw(st.booleans())
+    args = {
+        "source": draw(st.sampled_from(["id", "factory", "list"])),
+        "num_envs": num_envs,
+        "num_workers": 2 if asynchronous else draw(st.sampled_from([None, 1, 2])),
+        "batch_size": num_envs // 2 if asynchronous else None,
+        "autoreset_mode": draw(st.sampled_from(["next_step", "same_step", "disabled"])),
+        "in_parent": False if asynchronous else draw(st.sampled_from([None, True, False])),
+        "restart": draw(st.booleans()),
+        "seed": draw(st.sampled_from([None, 0, 5])),
+        "start_timeout": 60.0,
+    }
+    broken = draw(st.sampled_from([None, None, None, *INVALID_MAKE]))
+    if broken is not None:
+        args[broken] = draw(st.sampled_from(INVALID_MAKE[broken]))
+    return args
+
+
+@settings(max_examples=int(os.environ.get("FASTBATCH_FUZZ_EXAMPLES", 120)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(args=make_arguments(), calls=lifecycle_calls)
+def test_random_process_lifecycles_end_clean(args, calls):
+    """make / reset / step / send / recv / close (and a killed worker) with random, often invalid,
+    arguments: every call works or raises a documented error, and once closed no worker is left."""
+    source, num_envs = args.pop("source"), args.pop("num_envs")
+    count = num_envs if isinstance(num_envs, int) and not isinstance(num_envs, bool) and 0 < num_envs < 5 else 2
+    env_arg = {
+        "id": "CartPole-v1", "factory": lambda: ScriptedEnv(3), "bad_id": "NoSuchEnv-v9",
+        "list": [lambda: ScriptedEnv(3)] * count, "not_callable": [1, 2],
+    }[source]
+    try:
+        env = fastbatch.make(env_arg, num_envs, backend="process", **args)
+    except (TypeError, ValueError) as exc:
+        event(f"make raised {type(exc).__name__}")
+        return
+    event("made")
+    pids = [p.pid for p in env._processes if p]
+    n = env.num_envs
+    for name, values, dtype in calls:
+        try:
+            if name == "step":
+                if env.batch_size < n:
+                    env.send(np.zeros(env.batch_size, dtype=np.int64))
+                    env.recv()
+                else:
+                    env.step(np.zeros(n, dtype=np.int64))
+            elif name == "bad_step":
+                with np.errstate(all="ignore"):
+                    env.step(np.array(values, dtype=np.float64).astype(dtype))
+            elif name == "reset":
+                env.reset(seed=values[0] if values else None)
+            elif name == "mask":
+                env.reset(options={"reset_mask": np.array(values[:n], dtype=bool)})
+            elif name == "send":
+                env.send(np.array(values, dtype=np.float64).astype(dtype, casting="unsafe"))
+            elif name == "recv":
+                env.recv()
+            elif name == "close":
+                env.close()
+            elif env._processes and env._processes[-1] is not None and env._processes[-1].poll() is None:
+                os.kill(env._processes[-1].pid, signal.SIGKILL)
+                env._processes[-1].wait(timeout=5)
+        except LIFECYCLE_ERRORS:
+            pass
+        except RuntimeError as exc:  # documented: step before reset, after an env error
+            assert "reset" in str(exc), exc
+    env.close()
+    assert env.closed
+    deadline = time.monotonic() + 5
+    while pids_alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pids_alive(pids) == []

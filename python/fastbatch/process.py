@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import mmap
+import numbers
 import os
 import socket
 import subprocess
@@ -135,7 +136,15 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
         self._conns: list = []
         self._memory = None
         self._memfd = -1
-        self._restart = bool(restart)
+        for name, flag in (("restart", restart), ("in_parent", in_parent)):
+            if not isinstance(flag, bool) and not (name == "in_parent" and flag is None):
+                raise TypeError(f"{name} must be {'True, False or None' if name == 'in_parent' else 'a bool'}, got {flag!r}")
+        for name, seconds in (("start_timeout", start_timeout), ("liveness_interval", liveness_interval)):
+            if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+                raise TypeError(f"{name} must be a number of seconds, got {seconds!r}")
+            if not 0 < seconds < float("inf"):
+                raise ValueError(f"{name} must be a positive, finite number of seconds, got {seconds!r}")
+        self._restart = restart
         self.restarts = 0  # worker processes replaced so far (restart=True)
         self._restarted: set[int] = set()  # workers replaced during the call in progress
         self._restarting = False
@@ -171,12 +180,13 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
                     "async mode of the process backend sends whole worker blocks: num_envs must be a "
                     f"multiple of num_workers and batch_size a multiple of {block} envs per worker"
                 )
+        pending_seeds = _seed_list(seed, self.num_envs) if seed is not None else None
         try:
             self._start(env_fns, workers, start_timeout)
         except BaseException:
             self.close()
             raise
-        self._pending_seeds = _seed_list(seed, self.num_envs) if seed is not None else None
+        self._pending_seeds = pending_seeds
         self._reset_called = False
         self._broken = False
         self._needs_reset = np.zeros(self.num_envs, dtype=bool)
