@@ -14,6 +14,7 @@ import statistics
 import sys
 import time
 
+import fastbatch.ppo  # noqa: F401 - first: it sets TensorFlow's start-up options
 import tensorflow as tf
 
 

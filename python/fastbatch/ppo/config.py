@@ -128,8 +128,8 @@ class PPOConfig:
 PRESETS: dict[str, PPOConfig] = {
     # Classic control on native envs: small nets, short rollouts, many envs.
     "cartpole": PPOConfig(
-        env_id="CartPole-v1", num_envs=8, rollout_steps=64, total_steps=100_000, gamma=0.98,
-        gae_lambda=0.8, learning_rate=1e-3, anneal_lr=True, epochs=10, minibatches=2,
+        env_id="CartPole-v1", num_envs=8, rollout_steps=32, total_steps=100_000, gamma=0.98,
+        gae_lambda=0.8, learning_rate=3e-3, anneal_lr=True, epochs=15, minibatches=1,
         entropy_coef=0.0, normalize_obs=False, normalize_reward=False,
     ),
     "pendulum": PPOConfig(

@@ -144,6 +144,7 @@ def train(
     start = time.perf_counter()
     elapsed_before = _elapsed(logdir) if resume else 0.0
     metrics: dict[str, float] = {}
+    summaries = None
     try:
         while done_updates < total_updates and (max_updates is None or done_updates < max_updates):
             if done_updates % config.checkpoint_every == 0:
@@ -164,10 +165,9 @@ def train(
                 "episode/return": mean_return,
                 "episode/length": float(np.mean(agent.host.episode_lengths[-config.return_window :])) if window else float("nan"),
             })
-            with writer.as_default(step=env_steps):
-                for key, value in metrics.items():
-                    if not math.isnan(value):
-                        tf.summary.scalar(key, value)
+            if summaries is None:
+                summaries = _SummaryWriter(writer, sorted(metrics))
+            summaries(env_steps, metrics)
             with curve_file.open("a", newline="") as f:
                 csv.writer(f).writerow([env_steps, f"{seconds:.3f}", f"{mean_return:.4f}"])
             bar.update(steps_per_update, ret=f"{mean_return:.1f}", sps=f"{metrics['sps']:.0f}")
@@ -190,6 +190,30 @@ def train(
     (logdir / "result.json").write_text(json.dumps(result, indent=2))
     env.close()
     return result
+
+
+class _SummaryWriter:
+    """Writes one update's scalars with a single graph call (NaN values, such as the return
+    before the first episode ends, are skipped). Eager `tf.summary.scalar` calls cost about
+    0.3 ms each, several milliseconds per update: a third of a CartPole update."""
+
+    def __init__(self, writer, keys: list[str]):
+        self.keys = keys
+
+        @tf.function(autograph=False, input_signature=[tf.TensorSpec([], tf.int64), tf.TensorSpec([len(keys)], tf.float32)])
+        def write(step, values):
+            with writer.as_default(step=step):
+                for i, key in enumerate(keys):
+                    tf.cond(tf.math.is_finite(values[i]),
+                            lambda i=i, key=key: tf.summary.scalar(key, values[i]),
+                            lambda: tf.constant(False))
+            return tf.constant(True)
+
+        self._write = write
+
+    def __call__(self, step: int, metrics: dict[str, float]) -> None:
+        values = np.array([metrics.get(k, float("nan")) for k in self.keys], dtype=np.float32)
+        self._write(np.int64(step), values)
 
 
 def _elapsed(logdir: Path) -> float:
