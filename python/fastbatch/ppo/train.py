@@ -109,6 +109,7 @@ def train(
     derived from the update count at every checkpoint boundary, so a resumed run follows the
     same trajectory as an uninterrupted one. ``max_updates`` stops early (for tests).
     """
+    start = time.perf_counter()  # the run's clock includes building the envs and the agent
     logdir = Path(logdir)
     logdir.mkdir(parents=True, exist_ok=True)
     config_file = logdir / "config.json"
@@ -141,7 +142,6 @@ def train(
     if not resume and curve_file.exists():
         curve_file.unlink()
     bar = _Progress(total_updates * steps_per_update, done_updates * steps_per_update, progress)
-    start = time.perf_counter()
     elapsed_before = _elapsed(logdir) if resume else 0.0
     metrics: dict[str, float] = {}
     summaries = None
