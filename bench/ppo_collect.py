@@ -20,6 +20,7 @@ import tensorflow as tf
 
 def main() -> int:
     tf.config.threading.set_inter_op_parallelism_threads(1)  # as `fastbatch train` does
+    tf.config.threading.set_intra_op_parallelism_threads(1)
     from fastbatch.ppo import resolve
     from fastbatch.ppo.agent import Agent
     from fastbatch.ppo.train import make_env

@@ -130,6 +130,16 @@ def test_cli_trains_end_to_end_and_evaluates(tmp_path):
     for name in ("config.json", "progress.csv", "curve.png", "result.json", "policy/saved_model.pb"):
         assert (run / name).exists(), name
     assert list(run.glob("events.out.tfevents.*")) and list((run / "checkpoints").glob("ckpt-*"))
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run))
+    events.Reload()
+    scalars = set(events.Tags()["scalars"])
+    for tag in ("loss/policy", "loss/value", "loss/entropy", "kl", "beta", "clip_fraction",
+                "explained_variance", "sps", "episode/return", "episode/length"):
+        assert tag in scalars, tag
+    updates = 1024 // (4 * resolve("cartpole").rollout_steps)
+    assert [e.step for e in events.Scalars("kl")] == [4 * resolve("cartpole").rollout_steps * (u + 1) for u in range(updates)]
     assert json.loads((run / "config.json").read_text())["num_envs"] == 4
     result = json.loads((run / "result.json").read_text())
     assert result["env_steps"] >= 1024 and result["eval_return"] is not None

@@ -292,6 +292,9 @@ class Agent(tf.Module):
         b_params, b_logp, b_values = (tf.stop_gradient(x) for x in (b_params, b_logp, b_values))
 
         def body(i, order, stats, first_ratio):
+            if c.minibatches == 1:  # every epoch takes the whole batch: no shuffle, no gathers
+                out = self._minibatch(nobs, b_actions, b_logp, b_values, b_params, b_adv, b_returns, old_log_std)
+                return i + 1, order, stats + tf.stack(out[:-1]), tf.where(tf.equal(i, 0), out[-1], first_ratio)
             epoch, k = i // c.minibatches, i % c.minibatches
             order = tf.cond(
                 tf.equal(k, 0),

@@ -91,7 +91,7 @@ class PolicyExport(tf.Module):
             action = self.policy.mode(params)
             return action if low is None else tf.clip_by_value(action, low, high)
 
-        self.serve = tf.function(serve, input_signature=[tf.TensorSpec([None, agent.obs_size], tf.float32)])
+        self.serve = tf.function(serve, autograph=False, input_signature=[tf.TensorSpec([None, agent.obs_size], tf.float32)])
 
 
 def train(
@@ -120,11 +120,13 @@ def train(
     else:
         config_file.write_text(config.to_json())
     tf.random.set_seed(config.seed)
-    if config.tf_inter_op_threads:
-        try:
-            tf.config.threading.set_inter_op_parallelism_threads(config.tf_inter_op_threads)
-        except RuntimeError:  # TensorFlow already started in this process: keep its setting
-            pass
+    for threads, setter in ((config.tf_inter_op_threads, tf.config.threading.set_inter_op_parallelism_threads),
+                            (config.tf_intra_op_threads, tf.config.threading.set_intra_op_parallelism_threads)):
+        if threads:
+            try:
+                setter(threads)
+            except RuntimeError:  # TensorFlow already started in this process: keep its setting
+                pass
     env = make_env(config)
     check_compatible(config, env)
     agent = Agent(config, env)
@@ -134,7 +136,7 @@ def train(
         if manager.latest_checkpoint is None:
             raise FileNotFoundError(f"nothing to resume in {logdir}: no checkpoint")
         checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-    writer = tf.summary.create_file_writer(str(logdir))
+    summaries = _SummaryWriter(logdir)
     steps_per_update = config.batch_size
     total_updates = math.ceil(config.total_steps / steps_per_update)
     done_updates = int(agent.updates.numpy())
@@ -144,7 +146,8 @@ def train(
     bar = _Progress(total_updates * steps_per_update, done_updates * steps_per_update, progress)
     elapsed_before = _elapsed(logdir) if resume else 0.0
     metrics: dict[str, float] = {}
-    summaries = None
+    curve_out = curve_file.open("a", newline="", buffering=1)  # line-buffered: a row per update
+    curve = csv.writer(curve_out)
     try:
         while done_updates < total_updates and (max_updates is None or done_updates < max_updates):
             if done_updates % config.checkpoint_every == 0:
@@ -165,11 +168,8 @@ def train(
                 "episode/return": mean_return,
                 "episode/length": float(np.mean(agent.host.episode_lengths[-config.return_window :])) if window else float("nan"),
             })
-            if summaries is None:
-                summaries = _SummaryWriter(writer, sorted(metrics))
             summaries(env_steps, metrics)
-            with curve_file.open("a", newline="") as f:
-                csv.writer(f).writerow([env_steps, f"{seconds:.3f}", f"{mean_return:.4f}"])
+            curve.writerow([env_steps, f"{seconds:.3f}", f"{mean_return:.4f}"])
             bar.update(steps_per_update, ret=f"{mean_return:.1f}", sps=f"{metrics['sps']:.0f}")
             if config.anneal_lr:
                 agent.optimizer.lr.assign(config.learning_rate * (1.0 - done_updates / total_updates))
@@ -177,7 +177,8 @@ def train(
                 manager.save(checkpoint_number=done_updates)
     finally:
         bar.close()
-        writer.flush()
+        summaries.close()
+        curve_out.close()
     result = {
         "env_id": config.env_id, "updates": done_updates, "env_steps": int(agent.env_steps.numpy()),
         "seconds": elapsed_before + time.perf_counter() - start,
@@ -193,27 +194,27 @@ def train(
 
 
 class _SummaryWriter:
-    """Writes one update's scalars with a single graph call (NaN values, such as the return
-    before the first episode ends, are skipped). Eager `tf.summary.scalar` calls cost about
-    0.3 ms each, several milliseconds per update: a third of a CartPole update."""
+    """TensorBoard scalars through TensorBoard's own event-file writer: one Event record per
+    update, built in Python (~50 us), where TensorFlow's summary ops cost 0.7-1.2 ms per update
+    even from one graph call (a tenth of a CartPole update). NaN values (the return before the
+    first episode ends) are skipped."""
 
-    def __init__(self, writer, keys: list[str]):
-        self.keys = keys
+    def __init__(self, logdir: Path):
+        from tensorboard.compat.proto import event_pb2, summary_pb2
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-        @tf.function(autograph=False, input_signature=[tf.TensorSpec([], tf.int64), tf.TensorSpec([len(keys)], tf.float32)])
-        def write(step, values):
-            with writer.as_default(step=step):
-                for i, key in enumerate(keys):
-                    tf.cond(tf.math.is_finite(values[i]),
-                            lambda i=i, key=key: tf.summary.scalar(key, values[i]),
-                            lambda: tf.constant(False))
-            return tf.constant(True)
-
-        self._write = write
+        self._event, self._summary = event_pb2.Event, summary_pb2.Summary
+        self._writer = EventFileWriter(str(logdir))
 
     def __call__(self, step: int, metrics: dict[str, float]) -> None:
-        values = np.array([metrics.get(k, float("nan")) for k in self.keys], dtype=np.float32)
-        self._write(np.int64(step), values)
+        values = [self._summary.Value(tag=k, simple_value=v) for k, v in metrics.items() if not math.isnan(v)]
+        self._writer.add_event(self._event(summary=self._summary(value=values), step=step, wall_time=time.time()))
+
+    def flush(self) -> None:
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
 
 
 def _elapsed(logdir: Path) -> float:
