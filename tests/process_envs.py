@@ -12,12 +12,13 @@ import numpy as np
 
 class ScriptedEnv(gymnasium.Env):
     """Counts steps; the action picks a behaviour: 0 plain, 1 info, 2 raise, 3 os._exit,
-    4 segfault, 5 sleep 0.3 s. Terminates after `length` steps."""
+    4 segfault, 5 sleep `nap` seconds. Terminates after `length` steps."""
 
-    def __init__(self, length: int = 5):
+    def __init__(self, length: int = 5, nap: float = 0.3):
         self.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (2,), np.float32)
         self.action_space = gymnasium.spaces.Discrete(6)
         self.length = length
+        self.nap = nap
         self.t = 0
 
     def reset(self, *, seed=None, options=None):
@@ -37,7 +38,7 @@ class ScriptedEnv(gymnasium.Env):
         elif action == 4:
             ctypes.string_at(0)
         elif action == 5:
-            time.sleep(0.3)
+            time.sleep(self.nap)
         obs = np.array([self.t, action], dtype=np.float32)
         return obs, float(action), self.t >= self.length, False, info
 
@@ -110,3 +111,17 @@ class RestartOnceEnv(ScriptedEnv):
         with open(marker, "a"):
             pass
         super().__init__(5)
+
+
+class CrashOnResetEnv(ScriptedEnv):
+    """A ScriptedEnv that kills its process in reset() once, when `marker` exists."""
+
+    def __init__(self, marker: str, length: int):
+        super().__init__(length)
+        self.marker = marker
+
+    def reset(self, *, seed=None, options=None):
+        if os.path.exists(self.marker):
+            os.remove(self.marker)
+            os._exit(7)
+        return super().reset(seed=seed, options=options)

@@ -174,12 +174,16 @@ def test_workers_die_with_a_killed_parent(tmp_path):
 
 
 def test_ctrl_c_during_a_step_leaves_the_env_usable():
+    # The envs nap 1.5 s and Ctrl-C comes after 0.1 s: a wide margin on a loaded machine.
+    def scripted(n, **kwargs):
+        return fastbatch.make([lambda: ScriptedEnv(5, nap=1.5)] * n, backend="process", **kwargs)
+
     env = scripted(2, num_workers=2, in_parent=False)
     env.reset()
     timer = threading.Timer(0.1, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     with pytest.raises(KeyboardInterrupt):
-        env.step(np.array([5, 5]))  # both envs sleep 0.3 s
+        env.step(np.array([5, 5]))  # both envs nap
     obs, *_ = env.step(np.array([0, 0]))
     assert obs.shape == (2, 2)
     env.close()
@@ -399,6 +403,14 @@ def test_results_never_change_behind_the_caller_and_dropped_ones_are_reused():
         assert a.ctypes.data % 64 == 0
     addresses = {env.step(np.zeros(4, dtype=np.int64))[0].ctypes.data for _ in range(20)}
     assert len(addresses) <= 2  # dropped results are recycled: no allocation per step
+    obs = env.step(np.zeros(4, dtype=np.int64))[0]
+    row, flat = obs[1], obs.reshape(-1)  # views hold the buffer, not the array
+    expected = row.copy()
+    del obs
+    for _ in range(3):
+        env.step(np.ones(4, dtype=np.int64))
+    np.testing.assert_array_equal(row, expected)
+    np.testing.assert_array_equal(flat[2:4], expected)
     env.close()
 
 
@@ -552,7 +564,8 @@ def test_random_process_lifecycles_end_clean(args, calls):
             elif name == "mask":
                 env.reset(options={"reset_mask": np.array(values[:n], dtype=bool)})
             elif name == "send":
-                env.send(np.array(values, dtype=np.float64).astype(dtype, casting="unsafe"))
+                with np.errstate(all="ignore"):
+                    env.send(np.array(values, dtype=np.float64).astype(dtype, casting="unsafe"))
             elif name == "recv":
                 env.recv()
             elif name == "close":
@@ -570,3 +583,19 @@ def test_random_process_lifecycles_end_clean(args, calls):
     while pids_alive(pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert pids_alive(pids) == []
+
+
+def test_a_restart_during_reset_reports_no_stale_episode_statistics(tmp_path):
+    marker = str(tmp_path / "crash")
+    fns = [lambda: ScriptedEnv(1), lambda: process_envs.CrashOnResetEnv(marker, 2)]
+    env = fastbatch.make(fns, backend="process", num_workers=2, in_parent=False, restart=True)
+    env.reset()
+    env.step(np.zeros(2, dtype=np.int64))  # env 0 ends
+    info = env.step(np.zeros(2, dtype=np.int64))[4]  # env 1 ends (env 0 autoresets)
+    np.testing.assert_array_equal(info["_episode"], [False, True])
+    open(marker, "w").close()
+    obs, info = env.reset()  # env 1's worker dies in reset and is replaced
+    assert env.restarts == 1 and info["_worker_restarted"].tolist() == [False, True]
+    info = env.step(np.zeros(2, dtype=np.int64))[4]  # env 0 ends; env 1 has not
+    np.testing.assert_array_equal(info["_episode"], [True, False])
+    env.close()

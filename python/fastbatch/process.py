@@ -82,10 +82,11 @@ _WORDS = LINE // 4  # control words per worker line
 
 
 def _slot_free(slot: tuple[np.ndarray, ...]) -> bool:
-    """True when only `slot` refers to its arrays (no caller holds one, nor a view of one)."""
+    """True when only `slot` refers to its arrays: no caller holds one, nor a view of one. Each
+    array is a view of its own raw aligned buffer (`aligned_copy`), and numpy makes every
+    further view refer to that buffer, not to the array: both counts must be at their floor."""
     getrefcount = sys.getrefcount
-    return (getrefcount(slot[0]) == 2 and getrefcount(slot[1]) == 2
-            and getrefcount(slot[2]) == 2 and getrefcount(slot[3]) == 2)
+    return all(getrefcount(slot[j]) == 2 and getrefcount(slot[j].base) == 2 for j in range(4))
 
 
 class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
@@ -194,7 +195,6 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
         self._idle_workers = list(range(workers))
         self._pending_actions: Any = None
         self._slots: list[tuple[np.ndarray, ...]] = []
-        self._all_rows = np.arange(self.num_envs)
 
     # ------------------------------------------------------------------ start-up
     def _start(self, env_fns, workers, timeout) -> None:
@@ -285,6 +285,7 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
         control = self._v["control"]
         control[w, :] = 0  # fresh command/done sequence and sleeper count for the new process
         self._cmd[w] = 0
+        self._v["done"][first:last] = False  # the new worker knows nothing of the old rows
         self._restarting = True
         try:
             self._spawn(w)
@@ -300,6 +301,9 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
             pending = self._op == OP_STEP and self._mode_code == _MODE_CODES[AutoresetMode.NEXT_STEP]
             self._dispatch(OP_RESET_PENDING if pending else OP_RESET, [w])
             self._wait_for([w])
+        except KeyboardInterrupt:  # the replacement is half built: close, let Ctrl-C through
+            self.close()
+            raise
         except BaseException as exc:
             self.close()
             how = f"signal {-code}" if code < 0 else f"exit code {code}"
@@ -388,6 +392,7 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
             for w in stale:
                 self._drop_messages(w)
             self._uncollected.difference_update(stale)
+            self._restarted.difference_update(stale)  # those results are discarded
 
     def _check_alive(self, waiting: list[int] | None = None) -> None:
         """Raises WorkerDiedError (and closes the env) if a worker process has died; with
@@ -423,6 +428,8 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
             v["done"][first:last] = False  # the cut episodes get no statistics
             if self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP:
                 v["final_obs"][first:last] = v["obs"][first:last]
+        else:  # a reset in progress: the whole block was reset, masked or not
+            self._needs_reset[first:last] = False
         final = {} if stepped and self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP else None
         entries = [(i, final, {"worker_restarted": True}) for i in range(first, last)]
         return merge_block_info(block or {}, block_info(entries, v, first, last - first), 0, last - first)
@@ -689,6 +696,7 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
             for w in self._in_flight:
                 self._drop_messages(w)
             self._uncollected.difference_update(self._in_flight)
+            self._restarted.difference_update(self._in_flight)  # a full reset follows
             self._in_flight = []
 
     def _drop_messages(self, w: int) -> None:

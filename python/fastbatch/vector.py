@@ -400,7 +400,7 @@ def _uniform_scalar_info(entries, first: int, rows: int) -> dict[str, Any] | Non
     if not entries:
         return None
     keys = entries[0][2].keys()
-    if "final_obs" in keys:
+    if "final_obs" in keys or any(not isinstance(k, str) or k.startswith("_") for k in keys):  # "_x": a mask?
         return None
     for _, final_info, info in entries:
         if final_info is not None or info.keys() != keys:
