@@ -173,7 +173,16 @@ def test_workers_die_with_a_killed_parent(tmp_path):
     assert pids_alive(pids) == []
 
 
-def test_ctrl_c_during_a_step_leaves_the_env_usable():
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler: a run started in the background (e.g. `cmd &` in a script)
+    inherits SIGINT ignored, and Python then never raises KeyboardInterrupt."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_during_a_step_leaves_the_env_usable(python_sigint):
     # The envs nap 1.5 s and Ctrl-C comes after 0.1 s: a wide margin on a loaded machine.
     def scripted(n, **kwargs):
         return fastbatch.make([lambda: ScriptedEnv(5, nap=1.5)] * n, backend="process", **kwargs)
