@@ -102,7 +102,7 @@ class ProcessVectorEnv(_CallChecks, gymnasium.vector.VectorEnv):
     does), so ``num_workers`` blocks need ``num_workers - 1`` processes. The default (None)
     turns it on in sync mode when ``num_workers`` is at least the number of available cores
     and ``restart`` is off: a process per block would then leave the waiting caller competing
-    for the cores (measured on 2 cores: 1.6x SyncVectorEnv on HalfCheetah instead of 1.05x).
+    for the cores (measured on 2 cores: 1.7x SyncVectorEnv on HalfCheetah instead of 1.3x).
     An env that crashes the interpreter in block 0 then takes the caller down, as with
     ``SyncVectorEnv``; a Ctrl-C inside one of its envs leaves the env needing ``reset()``.
 
