@@ -608,3 +608,16 @@ def test_a_restart_during_reset_reports_no_stale_episode_statistics(tmp_path):
     info = env.step(np.zeros(2, dtype=np.int64))[4]  # env 0 ends; env 1 has not
     np.testing.assert_array_equal(info["_episode"], [True, False])
     env.close()
+
+
+def test_restart_with_in_parent_replaces_the_remote_block():
+    env = scripted(4, length=50, num_workers=2, in_parent=True, restart=True)
+    env.reset(seed=1)
+    assert env._processes[0] is None
+    _, _, _, trunc, info = env.step(np.array([0, 0, 3, 0]))  # env 2 (the worker's block) exits
+    assert env.restarts == 1 and not env.closed
+    np.testing.assert_array_equal(trunc, [False, False, True, True])
+    np.testing.assert_array_equal(info["_worker_restarted"], [False, False, True, True])
+    for _ in range(5):
+        env.step(np.zeros(4, dtype=np.int64))
+    env.close()
