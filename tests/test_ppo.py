@@ -151,7 +151,8 @@ def test_cli_trains_end_to_end_and_evaluates(tmp_path):
 
 def test_ppo_learns_cartpole_within_a_small_budget(tmp_path):
     result = train(resolve("cartpole", total_steps=81_920, eval_episodes=5), tmp_path, progress=False)
-    # Random play scores about 22; this budget reaches 498-500 (seeds 0-2, measured, ~5 s).
+    # Random play scores about 22; this budget reaches 500 (seeds 0-5, with and without oneDNN,
+    # measured, ~3.5 s).
     assert result["train_return"] > 300 and result["eval_return"] > 300, result
 
 
