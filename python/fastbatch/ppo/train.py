@@ -210,9 +210,6 @@ class _SummaryWriter:
         values = [self._summary.Value(tag=k, simple_value=v) for k, v in metrics.items() if not math.isnan(v)]
         self._writer.add_event(self._event(summary=self._summary(value=values), step=step, wall_time=time.time()))
 
-    def flush(self) -> None:
-        self._writer.flush()
-
     def close(self) -> None:
         self._writer.close()
 
