@@ -30,15 +30,12 @@ def main() -> int:
         for use_op in (True, False):
             config = resolve("cartpole", num_envs=num_envs, rollout_steps=128, minibatches=4, epochs=10)
             env = make_env(config)
-            agent = Agent(config, env)
-            if not use_op:
-                agent.host.op = None  # before the first trace
-            path = "rollout op" if agent.host.op is not None else "numpy_function"
+            agent = Agent(config, env, rollout_op=use_op)
+            path = "rollout op" if agent.rollout.uses_op else "numpy_function"
             agent.start(0)
             agent.update(agent.collect())  # warm-up: traces both functions
             collect, update = [], []
             for _ in range(10):
-                agent.host.store["obs"][0] = agent.host.store["obs"][-1]
                 t0 = time.perf_counter()
                 actions = agent.collect()
                 t1 = time.perf_counter()

@@ -84,7 +84,6 @@ def test_first_minibatch_ratio_is_exactly_one(env_id, region):
     for _ in range(3):  # the normaliser has moved between rollouts, never within one
         metrics = agent.update(agent.collect())
         assert float(metrics["first_ratio_max_dev"]) < 1e-6
-        agent.host.store["obs"][0] = agent.host.store["obs"][-1]
     if region == "kl":
         assert float(metrics["beta"]) != config.kl_init_penalty
     env.close()
@@ -193,17 +192,17 @@ def test_the_rollout_op_and_the_numpy_function_path_collect_the_same_rollouts(en
     agents = []
     for use_op in (True, False):
         env = make_env(config)
-        agent = Agent(config, env)
-        if not use_op:
-            agent.host.op = None  # before the first trace: this agent uses tf.numpy_function
+        agent = Agent(config, env, rollout_op=use_op)  # False: tf.numpy_function
         agent.start(0)
         agents.append(agent)
     for _ in range(3):
         a, b = (agent.collect().numpy() for agent in agents)
         np.testing.assert_array_equal(a, b)
         for key in ("obs", "reward", "terminated", "truncated"):
-            np.testing.assert_array_equal(agents[0].host.store[key], agents[1].host.store[key], err_msg=key)
+            np.testing.assert_array_equal(
+                agents[0].rollout.arrays[key], agents[1].rollout.arrays[key], err_msg=key
+            )
         for agent in agents:
-            agent.host.store["obs"][0] = agent.host.store["obs"][-1]
-    assert agents[0].host.op is not None
-    assert agents[0].host.episode_returns == agents[1].host.episode_returns
+            agent.rollout.carry_over()
+    assert agents[0].rollout.uses_op and not agents[1].rollout.uses_op
+    assert agents[0].rollout.episode_returns == agents[1].rollout.episode_returns

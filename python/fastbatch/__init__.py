@@ -9,11 +9,12 @@
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-import numpy as np
-
 from fastbatch import _core
+from fastbatch._buffers import ALIGNMENT, aligned_empty
+from fastbatch.api import make, register_builtin_envs
 from fastbatch.errors import (
     AsyncStateError,
     ClosedEnvError,
@@ -22,20 +23,26 @@ from fastbatch.errors import (
     UnknownEnvError,
     WorkerDiedError,
 )
+from fastbatch.native import NativeVectorEnv, RolloutBinding
 from fastbatch.plugins import register_native_env
-from fastbatch.registry import NativeEnvSpec, _register_builtins, list_envs, spec
-from fastbatch.api import make
-from fastbatch.vector import NativeVectorEnv
+from fastbatch.process import ProcessVectorEnv
+from fastbatch.registry import NativeEnvSpec, list_envs, spec
 
-__version__ = "0.1.0"
+try:
+    __version__ = version("fastbatch")  # pyproject.toml is the one place the version is written
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
+    "ALIGNMENT",
     "AsyncStateError",
     "ClosedEnvError",
     "EnvError",
     "NativeEnvSpec",
     "NativeVectorEnv",
     "PluginError",
+    "ProcessVectorEnv",
+    "RolloutBinding",
     "UnknownEnvError",
     "WorkerDiedError",
     "aligned_empty",
@@ -46,8 +53,6 @@ __all__ = [
     "register_native_env",
     "spec",
 ]
-
-ALIGNMENT = 64
 
 
 def get_include() -> str:
@@ -61,14 +66,4 @@ def get_cmake_dir() -> str:
     return str(Path(_core.__file__).parent / "share" / "cmake" / "fastbatch")
 
 
-def aligned_empty(shape: int | tuple[int, ...], dtype: np.typing.DTypeLike = np.float32) -> np.ndarray:
-    """An uninitialised C-contiguous array whose data starts on a 64-byte boundary."""
-    dtype = np.dtype(dtype)
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    offset = (-raw.ctypes.data) % ALIGNMENT
-    return raw[offset : offset + nbytes].view(dtype).reshape(shape)
-
-
-_register_builtins()
+register_builtin_envs()

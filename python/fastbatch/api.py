@@ -1,19 +1,30 @@
-"""`fastbatch.make`: one entry point for native (C++) envs and Python envs in worker processes."""
+"""`fastbatch.make`: one entry point for native (C++) envs and Python envs in worker processes;
+and the registration of native ids, in fastbatch's registry and in gymnasium's."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gymnasium
 
+from fastbatch import _core
+from fastbatch._args import NAMESPACE, strip_namespace
 from fastbatch.errors import UnknownEnvError
-from fastbatch.registry import REGISTRY
-from fastbatch.vector import NativeVectorEnv
+from fastbatch.native import NativeVectorEnv
+from fastbatch.process import ProcessVectorEnv, env_factories
+from fastbatch.registry import REGISTRY, NativeEnvSpec
 
-__all__ = ["make"]
+__all__ = ["add_native_env", "make", "register_builtin_envs"]
 
 _PROCESS_OPTIONS = (
-    "num_workers", "seed", "autoreset_mode", "stats_key", "batch_size", "start_timeout", "in_parent",
+    "num_workers",
+    "seed",
+    "autoreset_mode",
+    "stats_key",
+    "batch_size",
+    "start_timeout",
+    "in_parent",
     "restart",
 )
 
@@ -26,15 +37,17 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
     ``backend``: ``"native"``, ``"process"``, or None to choose: native for native ids, the
     process backend otherwise.
 
-    Native keyword arguments: ``num_threads`` (default: the available cores, at most
-    ``num_envs``), ``seed`` (env ``i`` gets ``seed + i``), ``autoreset_mode`` (gymnasium's
+    ``num_workers`` (both backends): threads (native) or blocks of envs, each stepped by one
+    process (process backend); default: the available cores, at most ``num_envs``.
+    (``num_threads`` is the native backend's deprecated old name.)
+
+    Native keyword arguments: ``seed`` (env ``i`` gets ``seed + i``), ``autoreset_mode`` (gymnasium's
     ``AutoresetMode`` or its string; default ``NEXT_STEP``), ``max_episode_steps`` (default: the
     env's; 0 disables the time limit), ``stats_key`` (info key of the episode statistics,
     default ``"episode"``; None turns them off), ``batch_size`` (async mode below ``num_envs``),
     and the env's own parameters.
 
-    Process keyword arguments: ``num_workers`` (default: the available cores, at most
-    ``num_envs``), ``seed``, ``autoreset_mode``, ``stats_key``, ``batch_size`` (whole worker
+    Process keyword arguments: ``seed``, ``autoreset_mode``, ``stats_key``, ``batch_size`` (whole worker
     blocks), ``start_timeout`` (seconds for workers to build their envs), ``in_parent`` (the
     calling process steps the first block itself, as the native pool's calling thread does: one
     process fewer; an env crash in that block then reaches the caller), ``restart`` (replace a
@@ -45,12 +58,12 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
         raise ValueError(f"backend must be 'native', 'process' or None, got {backend!r}")
     if backend == "native" or (backend is None and REGISTRY.has(env)):
         return NativeVectorEnv(env, 1 if num_envs is None else num_envs, **kwargs)
-    if backend is None and not isinstance(env, str) and not callable(env) and not isinstance(env, (list, tuple)):
-        raise TypeError(f"env must be an env id, a factory or a list of factories, got {type(env).__name__}")
-    from fastbatch.process import ProcessVectorEnv, env_factories
-
+    if not isinstance(env, (str, list, tuple)) and not callable(env):
+        raise TypeError(
+            f"env must be an env id, a factory or a list of factories, got {type(env).__name__}"
+        )
     if isinstance(env, str):
-        name = env[len("fastbatch/") :] if env.startswith("fastbatch/") else env
+        name = strip_namespace(env)
         try:
             gymnasium.spec(name)
         except gymnasium.error.Error:
@@ -60,3 +73,27 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
         env = name
     options = {k: kwargs.pop(k) for k in _PROCESS_OPTIONS if k in kwargs}
     return ProcessVectorEnv(env_factories(env, num_envs, kwargs), **options)
+
+
+def add_native_env(env_type: Any, env_id: str | None = None, defaults: dict | None = None) -> NativeEnvSpec:
+    """Registers a native env type (`_core._EnvType`) with fastbatch and, unless its id starts
+    with '_', with gymnasium as ``fastbatch/<id>`` (``vector_entry_point``)."""
+    spec = REGISTRY.add(env_type, env_id, defaults)
+    if not spec.id.startswith("_"):
+        gym_id = spec.id if "/" in spec.id else f"{NAMESPACE}/{spec.id}"
+        if gym_id in gymnasium.registry:
+            del gymnasium.registry[gym_id]
+        gymnasium.register(
+            id=gym_id,
+            entry_point=None,
+            vector_entry_point=functools.partial(make, spec.id),
+            max_episode_steps=spec.max_episode_steps,
+            reward_threshold=spec.reward_threshold,
+        )
+    return spec
+
+
+def register_builtin_envs() -> None:
+    """Registers the envs compiled into `_core` (done once, by ``import fastbatch``)."""
+    for env_type in _core._builtin_env_types().values():
+        add_native_env(env_type)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastbatch._core import AsyncStateError, EnvError, PluginError
+from fastbatch._core import AsyncStateError, ClosedEnvError, EnvError, PluginError
 
 __all__ = [
     "AsyncStateError",
@@ -24,6 +24,8 @@ AsyncStateError.__doc__ = (
     "again before it was received, or fewer envs in flight than `batch_size`."
 )
 
+ClosedEnvError.__doc__ = "The vector env was used after `close()`. A subclass of RuntimeError."
+
 PluginError.__doc__ = (
     "A native env plugin could not be loaded or breaks the ABI contract (missing entry symbol, "
     "another ABI version, unsupported spec). A subclass of ValueError."
@@ -32,10 +34,6 @@ PluginError.__doc__ = (
 
 class UnknownEnvError(ValueError):
     """No env is registered under the requested id."""
-
-
-class ClosedEnvError(RuntimeError):
-    """The vector env was used after `close()`."""
 
 
 class WorkerDiedError(EnvError):

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from fastbatch import _core
+from fastbatch._args import strip_namespace
+from fastbatch.api import add_native_env
 from fastbatch.registry import REGISTRY
 
 __all__ = ["register_native_env"]
@@ -41,8 +43,8 @@ def register_native_env(
     ``ValueError``) for one that does not load, lacks the entry symbol, was built for another
     ABI version, or declares an unsupported spec.
     """
-    if isinstance(env_id, str) and env_id.startswith("fastbatch/"):
-        env_id = env_id[len("fastbatch/") :]  # the gymnasium id of a native env: the same env
+    if isinstance(env_id, str):
+        env_id = strip_namespace(env_id)  # the gymnasium id of a native env: the same env
     if not isinstance(env_id, str) or not env_id or env_id.startswith("_"):
         raise ValueError(f"env_id must be a non-empty string not starting with '_', got {env_id!r}")
     if REGISTRY.has(env_id) and not replace:
@@ -60,5 +62,5 @@ def register_native_env(
         raise TypeError(
             f"source must be a path to a shared library or a PyCapsule, got {type(source).__name__}"
         )
-    REGISTRY.add(env_type, env_id=env_id, defaults=default_kwargs)
+    add_native_env(env_type, env_id=env_id, defaults=default_kwargs)
 

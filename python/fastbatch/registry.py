@@ -1,26 +1,22 @@
-"""The native env registry: built-in envs (and, later, plugins) by id.
+"""The native env registry: built-in envs and plugins by id, with their specs.
 
-Every native id is also registered with gymnasium as ``fastbatch/<id>`` with a
-``vector_entry_point``, so ``gymnasium.make_vec("fastbatch/CartPole-v1", num_envs=8,
-vectorization_mode="vector_entry_point")`` builds a fastbatch vector env.
+This module only records what exists; `fastbatch.api` registers each public id with gymnasium
+too (as ``fastbatch/<id>``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium
 import numpy as np
 
-from fastbatch import _core
+from fastbatch._args import strip_namespace
 from fastbatch.errors import UnknownEnvError
 
-NAMESPACE = "fastbatch"
-
-_DTYPE_NAMES = {"float32", "float64", "int32", "int64", "uint8"}
+__all__ = ["REGISTRY", "NativeEnvSpec", "list_envs", "spec"]
 
 
 @dataclass(frozen=True)
@@ -64,29 +60,34 @@ class _Registry:
         self._types: dict[str, Any] = {}
         self._specs: dict[str, NativeEnvSpec] = {}
 
-    def add(self, env_type: Any, env_id: str | None = None, defaults: dict | None = None) -> None:
-        """Registers `env_type` under `env_id` (default: its spec's id), replacing any entry."""
+    def add(
+        self, env_type: Any, env_id: str | None = None, defaults: dict | None = None
+    ) -> NativeEnvSpec:
+        """Records `env_type` under `env_id` (default: its spec's id), replacing any entry;
+        `defaults` override its declared parameter defaults. Returns the spec."""
         spec = _spec_from_type(env_type, env_id)
         if defaults:
             unknown = sorted(set(defaults) - set(spec.params))
             if unknown:
                 accepted = ", ".join(spec.params) or "none"
                 raise TypeError(
-                    f"{spec.id} has no parameter(s) {', '.join(map(repr, unknown))}; it accepts: {accepted}"
+                    f"{spec.id} has no parameter(s) {', '.join(map(repr, unknown))}; "
+                    f"it accepts: {accepted}"
                 )
             for name, value in defaults.items():
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     raise TypeError(f"{spec.id} parameter {name!r} must be a number, got {value!r}")
-            spec = dataclasses.replace(spec, params={**spec.params, **{k: float(v) for k, v in defaults.items()}})
+            params = {**spec.params, **{k: float(v) for k, v in defaults.items()}}
+            spec = dataclasses.replace(spec, params=params)
         self._types[spec.id] = env_type
         self._specs[spec.id] = spec
-        if not spec.id.startswith("_"):
-            _register_with_gymnasium(spec)
+        return spec
 
     def resolve(self, env_id: str) -> tuple[Any, NativeEnvSpec]:
+        """(env type, spec) of a native id, with or without the "fastbatch/" prefix."""
         if not isinstance(env_id, str):
             raise TypeError(f"env id must be a string, got {type(env_id).__name__}")
-        name = env_id[len(NAMESPACE) + 1 :] if env_id.startswith(NAMESPACE + "/") else env_id
+        name = strip_namespace(env_id)
         if name not in self._types:
             known = ", ".join(self.ids())
             raise UnknownEnvError(
@@ -95,38 +96,16 @@ class _Registry:
             )
         return self._types[name], self._specs[name]
 
-    def has(self, env_id: str) -> bool:
+    def has(self, env_id: Any) -> bool:
         """True if `env_id` (with or without the "fastbatch/" prefix) is a native env."""
-        if not isinstance(env_id, str):
-            return False
-        name = env_id[len(NAMESPACE) + 1 :] if env_id.startswith(NAMESPACE + "/") else env_id
-        return name in self._types
+        return isinstance(env_id, str) and strip_namespace(env_id) in self._types
 
     def ids(self) -> list[str]:
+        """Public ids (those not starting with '_'), sorted."""
         return sorted(i for i in self._types if not i.startswith("_"))
 
 
-def _register_with_gymnasium(spec: NativeEnvSpec) -> None:
-    from fastbatch.api import make  # late import: api imports this module
-
-    gym_id = spec.id if "/" in spec.id else f"{NAMESPACE}/{spec.id}"
-    if gym_id in gymnasium.registry:
-        del gymnasium.registry[gym_id]
-    gymnasium.register(
-        id=gym_id,
-        entry_point=None,
-        vector_entry_point=functools.partial(make, spec.id),
-        max_episode_steps=spec.max_episode_steps,
-        reward_threshold=spec.reward_threshold,
-    )
-
-
 REGISTRY = _Registry()
-
-
-def _register_builtins() -> None:
-    for env_type in _core._builtin_env_types().values():
-        REGISTRY.add(env_type)
 
 
 def list_envs() -> list[str]:

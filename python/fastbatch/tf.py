@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from fastbatch import ALIGNMENT, aligned_empty
+from fastbatch._buffers import ALIGNMENT, aligned_empty
 
 __all__ = ["as_tensor", "is_aliasable"]
 

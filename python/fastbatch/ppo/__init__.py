@@ -14,7 +14,7 @@ import sys
 if "tensorflow" not in sys.modules:
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
-from .config import PRESETS, PPOConfig, resolve  # noqa: E402
-from .train import evaluate_saved, train  # noqa: E402
+from .config import PRESETS, PPOConfig, resolve
+from .train import evaluate_saved, train
 
-__all__ = ["PPOConfig", "PRESETS", "evaluate_saved", "resolve", "train"]
+__all__ = ["PRESETS", "PPOConfig", "evaluate_saved", "resolve", "train"]

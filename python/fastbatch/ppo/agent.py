@@ -1,10 +1,11 @@
 """BatchPPO: in-graph collection and update over a fastbatch vector env.
 
 One `collect()` call runs a whole rollout of T steps x N envs inside a single `tf.function`:
-the policy samples in-graph and the env is stepped through `tf.numpy_function`, where the pool
-writes observations straight into preallocated, 64-byte-aligned rollout storage. After the
-rollout, that storage is read by TensorFlow through DLPack aliases: no copies. One `update()`
-call runs every epoch and minibatch inside a single `tf.function`.
+the policy samples in-graph and each batch step reaches the env through `Rollout.step`
+(rollout.py: the compiled rollout op for native envs, `tf.numpy_function` otherwise), which
+writes observations straight into preallocated, 64-byte-aligned rollout storage that
+TensorFlow reads through DLPack aliases: no copies. One `update()` call runs every epoch and
+minibatch inside a single `tf.function`.
 
 Truncation bootstraps the value from the final observation (the envs run in SAME_STEP
 autoreset mode, so every stored transition is real: no padded steps); termination does not.
@@ -15,15 +16,13 @@ and update (the first minibatch's probability ratio is exactly 1).
 
 from __future__ import annotations
 
-import numpy as np
 import tensorflow as tf
-
-import fastbatch
-from fastbatch.tf import as_tensor
 
 from .config import PPOConfig
 from .networks import Policy, Value
 from .normalize import RunningMeanStd
+from .optim import Adam
+from .rollout import Rollout
 
 
 def adapt_kl_penalty(beta, kl, target):
@@ -31,49 +30,14 @@ def adapt_kl_penalty(beta, kl, target):
     return tf.where(kl > 1.3 * target, beta * 1.5, tf.where(kl < 0.7 * target, beta / 1.5, beta))
 
 
-class Adam(tf.Module):
-    """Adam with global-norm gradient clipping, as variables the checkpoint carries."""
-
-    def __init__(self, variables, learning_rate: float, max_grad_norm: float):
-        super().__init__(name="adam")
-        self.variables_ = list(variables)
-        self.lr = tf.Variable(learning_rate, trainable=False, dtype=tf.float32, name="lr")
-        self.max_grad_norm = max_grad_norm
-        self.m = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.variables_]
-        self.v = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.variables_]
-        self.t = tf.Variable(0.0, trainable=False, name="t")
-
-    def apply(self, grads):
-        """One clipped Adam step. Each variable is updated by TensorFlow's fused Adam kernel
-        (m, v and the variable in one op: var -= lr * sqrt(1 - b2^t) / (1 - b1^t) * m /
-        (sqrt(v) + eps)), which cut the optimiser's share of a minibatch step by several ops
-        per variable."""
-        grads, norm = tf.clip_by_global_norm(grads, self.max_grad_norm)
-        t = self.t.assign_add(1.0)
-        b1, b2, eps = 0.9, 0.999, 1e-5
-        b1_power, b2_power = tf.pow(b1, t), tf.pow(b2, t)
-        for var, g, m, v in zip(self.variables_, grads, self.m, self.v):
-            tf.raw_ops.ResourceApplyAdam(
-                var=var.handle, m=m.handle, v=v.handle, beta1_power=b1_power, beta2_power=b2_power,
-                lr=self.lr, beta1=b1, beta2=b2, epsilon=eps, grad=g, use_locking=False,
-            )
-        return norm
-
-
-class _Host:
-    """Plain Python state of an agent, kept out of tf.Module's attribute tracking (which would
-    wrap these dicts and lists and check them on every access)."""
-
-
 class Agent(tf.Module):
     """Networks, normalisers, optimiser and counters of one run (everything a checkpoint holds),
-    plus the rollout storage and the env it is bound to (which a checkpoint does not hold)."""
+    plus the rollout storage and the env it is bound to (which a checkpoint does not hold).
+    ``rollout_op=False`` steps the env through tf.numpy_function even where the op would fit."""
 
-    def __init__(self, config: PPOConfig, env):
+    def __init__(self, config: PPOConfig, env, *, rollout_op: bool = True):
         super().__init__(name="agent")
         self.config = config
-        self.host = _Host()
-        self.host.env = env
         obs_space, act_space = env.single_observation_space, env.single_action_space
         if len(obs_space.shape) != 1:
             raise ValueError(f"PPO here takes flat Box observations, got shape {obs_space.shape}")
@@ -95,72 +59,14 @@ class Agent(tf.Module):
         if not self.discrete:
             self.action_low = tf.constant(act_space.low, tf.float32)
             self.action_high = tf.constant(act_space.high, tf.float32)
-        self.host.episode_returns, self.host.episode_lengths = [], []
-        self._make_storage()
-
-    # ------------------------------------------------------------------ storage
-    def _make_storage(self) -> None:
-        c = self.config
-        T, N = c.rollout_steps, c.num_envs
-        obs_dtype = np.dtype(self.host.env.single_observation_space.dtype)
-        self.host.store = store = {
-            "obs": fastbatch.aligned_empty((T + 1, N, self.obs_size), obs_dtype),
-            "reward": fastbatch.aligned_empty((T, N), np.float32),
-            "terminated": fastbatch.aligned_empty((T, N), np.bool_),
-            "truncated": fastbatch.aligned_empty((T, N), np.bool_),
-            "final_obs": fastbatch.aligned_empty((T, N, self.obs_size), obs_dtype),
-        }
-        for array in store.values():
-            array.fill(0)
-        # Rows of obs[t] are 64-byte aligned when a row of N observations is a multiple of 64
-        # bytes: then the pool writes each step straight into the rollout (step_into).
-        self.host.direct = (
-            isinstance(self.host.env, fastbatch.NativeVectorEnv)
-            and (N * self.obs_size * obs_dtype.itemsize) % 64 == 0
-        )
-        self.host.scratch = [fastbatch.aligned_empty(N, dt) for dt in (np.float32, np.bool_, np.bool_)]
-        self.host.tensors = {k: as_tensor(v) for k, v in store.items()}  # aliases, no copies
-        # Native envs with float observations are stepped by the rollout op (no Python per
-        # step) when it can be built; otherwise, and for the process backend, by numpy_function.
-        self.host.op = None
-        env = self.host.env
-        act_dtype = np.dtype(env.single_action_space.dtype)
-        if (isinstance(env, fastbatch.NativeVectorEnv) and obs_dtype in (np.float32, np.float64)
-                and (self.discrete or act_dtype == np.float32)):
-            from . import tf_op
-
-            self.host.op = tf_op.load()
-            if self.host.op is not None:
-                self.host.op_context = env._pool.rollout_context(
-                    store["obs"], store["reward"], store["terminated"], store["truncated"], store["final_obs"])
+        self.rollout = Rollout(env, config.rollout_steps, self.obs_size, use_op=rollout_op)
 
     def start(self, seed: int) -> None:
         """Resets every env (env i gets seed + i) into slot 0 of the rollout storage."""
-        obs, _ = self.host.env.reset(seed=seed)
-        self.host.store["obs"][0] = obs
+        self.rollout.start(seed)
         self.running_return.assign(tf.zeros_like(self.running_return))
 
     # ------------------------------------------------------------------ collection
-    def _env_step(self, t, actions):
-        t = int(t)
-        host = self.host
-        s = host.store
-        if host.direct:
-            reward, terminated, truncated = host.scratch
-            info = self.host.env.step_into(actions, s["obs"][t + 1], reward, terminated, truncated)
-        else:
-            obs, reward, terminated, truncated, info = self.host.env.step(actions)
-            s["obs"][t + 1] = obs
-        s["reward"][t], s["terminated"][t], s["truncated"][t] = reward, terminated, truncated
-        if "final_obs" in info:
-            for i in np.flatnonzero(info["_final_obs"]):
-                s["final_obs"][t, i] = info["final_obs"][i]
-        if "episode" in info:
-            done = info["_episode"]
-            host.episode_returns.extend(info["episode"]["r"][done].tolist())
-            host.episode_lengths.extend(info["episode"]["l"][done].tolist())
-        return s["obs"][t + 1].astype(np.float32, copy=False)
-
     def normalize(self, obs):
         obs = tf.cast(obs, tf.float32)
         if not self.config.normalize_obs:
@@ -174,28 +80,9 @@ class Agent(tf.Module):
 
     def collect(self):
         """One rollout of T steps: returns the sampled actions [T, N, ...]."""
-        actions = self._collect(self.host.tensors["obs"])
-        if self.host.op is not None:  # episodes the op saw end, in order
-            returns, lengths = self.host.env._pool.rollout_episodes()
-            self.host.episode_returns.extend(returns.tolist())
-            self.host.episode_lengths.extend(lengths.tolist())
+        actions = self._collect(self.rollout.tensors["obs"])
+        self.rollout.finish()
         return actions
-
-    def _step_env(self, t, env_action):
-        """The env step inside the graph: the rollout op, or numpy_function as the fallback."""
-        c = self.config
-        shape = [c.num_envs, self.obs_size]
-        host = self.host
-        if host.op is not None:
-            from fastbatch import _core
-
-            return host.op.fastbatch_rollout_step(
-                t, env_action, step_fn=_core._rollout_step_address, error_fn=_core._rollout_error_address,
-                context=host.op_context, obs_shape=shape,
-            )
-        next_obs = tf.numpy_function(self._env_step, [t, env_action], tf.float32, stateful=True)
-        next_obs.set_shape(shape)
-        return next_obs
 
     @tf.function(autograph=False)
     def _collect(self, obs_store):
@@ -211,7 +98,7 @@ class Agent(tf.Module):
             params, state = self.policy(self.normalize(obs), state, tf.fill([N], tf.equal(t, 0)))
             action = self.policy.sample(params, tf.stack([base, t + 7919 * c.seed]))
             env_action = action if self.discrete else tf.clip_by_value(action, self.action_low, self.action_high)
-            return t + 1, self._step_env(t, env_action), state, actions.write(t, action)
+            return t + 1, self.rollout.step(t, env_action), state, actions.write(t, action)
 
         actions = tf.TensorArray(tf.int64 if self.discrete else tf.float32, T)
         _, _, _, actions = tf.while_loop(
@@ -263,9 +150,12 @@ class Agent(tf.Module):
         return tf.clip_by_value(rewards / scale, -c.reward_clip, c.reward_clip)
 
     def update(self, actions):
-        """All epochs and minibatches of one update; returns the logged metrics."""
-        t = self.host.tensors
-        return self._update(actions, t["obs"], t["reward"], t["terminated"], t["truncated"], t["final_obs"])
+        """All epochs and minibatches of one update; returns the logged metrics. The next
+        rollout then starts where this one ended."""
+        t = self.rollout.tensors
+        metrics = self._update(actions, t["obs"], t["reward"], t["terminated"], t["truncated"], t["final_obs"])
+        self.rollout.carry_over()
+        return metrics
 
     @tf.function(autograph=False)
     def _update(self, actions, raw_obs, reward, terminated, truncated, final_obs):
@@ -274,7 +164,7 @@ class Agent(tf.Module):
         batch = T * N
         done = tf.logical_or(terminated, truncated)
         nobs = self.normalize(tf.reshape(raw_obs[:T], [batch, self.obs_size]))
-        flat = lambda x: tf.reshape(x, tf.concat([[batch], tf.shape(x)[2:]], axis=0))  # noqa: E731
+        flat = lambda x: tf.reshape(x, tf.concat([[batch], tf.shape(x)[2:]], axis=0))
         b_actions = flat(actions)
         b_params, _ = self.policy(nobs, self.policy.initial_state(batch), tf.zeros([batch], tf.bool))
         b_logp = self.policy.log_prob(b_params, b_actions)

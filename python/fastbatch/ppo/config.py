@@ -72,8 +72,9 @@ class PPOConfig:
     """Clip scaled rewards to +-reward_clip."""
     backend: str | None = None
     """fastbatch.make backend: None chooses (native ids native, others 'process')."""
-    num_threads: int | None = None
-    """Worker threads (native) or processes (process backend); None: the machine's cores."""
+    num_workers: int | None = None
+    """Env workers: threads (native) or processes (process backend). None: one thread for native
+    envs (keeps the cores for TensorFlow), the machine's cores for the process backend."""
     tf_inter_op_threads: int = 1
     """TensorFlow inter-op threads (0: TF's default). One avoids a thread hop per env step."""
     tf_intra_op_threads: int = 1
@@ -128,6 +129,8 @@ class PPOConfig:
     @classmethod
     def from_json(cls, text: str) -> PPOConfig:
         data = json.loads(text)
+        if "num_threads" in data:  # configs saved before the knob was renamed
+            data["num_workers"] = data.pop("num_threads")
         for name in ("policy_layers", "value_layers"):
             data[name] = tuple(data[name])
         return cls(**data)

@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 import fastbatch
+from fastbatch.registry import REGISTRY
 
 from .agent import Agent
 from .config import PPOConfig
@@ -29,14 +30,12 @@ def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = 
     kwargs: dict[str, Any] = {"autoreset_mode": "same_step", "seed": config.seed if seed is None else seed}
     if config.backend is not None:
         kwargs["backend"] = config.backend
-    from fastbatch.registry import REGISTRY
-
     native = config.backend == "native" or (config.backend is None and REGISTRY.has(config.env_id))
     # The batches of a PPO run are small next to the network's work: one env thread keeps the
     # cores for TensorFlow (threads that outnumber cores slow both down).
-    threads = config.num_threads if config.num_threads is not None else (1 if native else None)
-    if threads is not None:
-        kwargs["num_threads" if native else "num_workers"] = threads
+    workers = config.num_workers if config.num_workers is not None else (1 if native else None)
+    if workers is not None:
+        kwargs["num_workers"] = workers
     return fastbatch.make(config.env_id, config.num_envs if num_envs is None else num_envs, **kwargs)
 
 
@@ -157,16 +156,15 @@ def train(
             t1 = time.perf_counter()
             metrics = {k: float(v) for k, v in agent.update(actions).items()}
             t2 = time.perf_counter()
-            agent.host.store["obs"][0] = agent.host.store["obs"][-1]
             done_updates = int(agent.updates.numpy())
             env_steps = int(agent.env_steps.numpy())
-            window = agent.host.episode_returns[-config.return_window :]
+            window = agent.rollout.episode_returns[-config.return_window :]
             mean_return = float(np.mean(window)) if window else float("nan")
             seconds = elapsed_before + time.perf_counter() - start
             metrics.update({
                 "sps": steps_per_update / (t2 - t0), "sps/collect": steps_per_update / (t1 - t0),
                 "episode/return": mean_return,
-                "episode/length": float(np.mean(agent.host.episode_lengths[-config.return_window :])) if window else float("nan"),
+                "episode/length": float(np.mean(agent.rollout.episode_lengths[-config.return_window :])) if window else float("nan"),
             })
             summaries(env_steps, metrics)
             curve.writerow([env_steps, f"{seconds:.3f}", f"{mean_return:.4f}"])

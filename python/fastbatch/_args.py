@@ -1,0 +1,99 @@
+"""Argument rules shared by both backends: each rule and its message written once."""
+
+from __future__ import annotations
+
+import numbers
+import os
+from typing import Any
+
+from gymnasium.vector import AutoresetMode
+
+NAMESPACE = "fastbatch"
+
+# The autoreset mode codes of the C++ pool (AutoresetMode in core/vector_pool.h) and of the
+# process backend's workers.
+NEXT_STEP, SAME_STEP, DISABLED = 0, 1, 2
+MODE_CODES = {
+    AutoresetMode.NEXT_STEP: NEXT_STEP,
+    AutoresetMode.SAME_STEP: SAME_STEP,
+    AutoresetMode.DISABLED: DISABLED,
+}
+MAX_SEED = 2**64 - 1
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its affinity mask), at least 1."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def positive_int(name: str, value: Any) -> int:
+    """`value` as an int; TypeError for a non-integer (bool included), ValueError below 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive integer, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def parse_autoreset_mode(value: Any) -> AutoresetMode:
+    """gymnasium's AutoresetMode from itself or a name ("next_step", "NextStep", "NEXT_STEP")."""
+    if isinstance(value, AutoresetMode):
+        return value
+    if isinstance(value, str):
+        key = value.replace("_", "").lower()
+        for mode in AutoresetMode:
+            if key == mode.value.lower():
+                return mode
+    names = ", ".join(repr(m.name.lower()) for m in AutoresetMode)
+    raise ValueError(
+        f"autoreset_mode must be a gymnasium AutoresetMode or one of {names}, got {value!r}"
+    )
+
+
+def seed_list(seed: Any, num_envs: int) -> list[int | None]:
+    """Per-env seeds: None (keep every generator), an int (env i gets seed + i) or a list."""
+    if seed is None:
+        return [None] * num_envs
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        seeds: list[Any] = [int(seed) + i for i in range(num_envs)]
+    elif isinstance(seed, (list, tuple)):
+        if len(seed) != num_envs:
+            raise ValueError(f"a seed list must have num_envs={num_envs} entries, got {len(seed)}")
+        seeds = list(seed)
+    else:
+        raise TypeError(f"seed must be None, an int or a list of ints/None, got {seed!r}")
+    for s in seeds:
+        if s is None:
+            continue
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
+            raise TypeError(f"seeds must be non-negative integers or None, got {s!r}")
+        if not 0 <= s <= MAX_SEED:
+            raise ValueError(f"seeds must be in [0, 2**64), got {s}")
+    return [None if s is None else int(s) for s in seeds]
+
+
+def strip_namespace(env_id: str) -> str:
+    """``"fastbatch/CartPole-v1"`` -> ``"CartPole-v1"``: the gymnasium id of a native env names
+    the same env."""
+    prefix = NAMESPACE + "/"
+    return env_id.removeprefix(prefix)
+
+
+def worker_count(num_workers: Any, num_threads: Any, num_envs: int) -> int:
+    """The parallelism knob of both backends: ``num_workers`` (default: the available cores, at
+    most ``num_envs``). ``num_threads`` is its deprecated spelling (native backend)."""
+    if num_threads is not None:
+        import warnings
+
+        if num_workers is not None:
+            raise TypeError("pass num_workers only (num_threads is its deprecated old name)")
+        warnings.warn(
+            "num_threads is deprecated; use num_workers", DeprecationWarning, stacklevel=4
+        )
+        num_workers = num_threads
+    if num_workers is None:
+        return min(available_cores(), num_envs)
+    return positive_int("num_workers", num_workers)

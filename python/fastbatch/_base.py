@@ -1,0 +1,274 @@
+"""`BatchVectorEnv`: the gymnasium vector contract, written once for every fastbatch backend.
+
+The base class owns the call rules (closed, not reset, broken by an env error, async state),
+reset options and masks, ``step = send + recv`` in async mode, the sync emulation of
+``send``/``recv``, the DISABLED-autoreset rule and closing. A backend implements only its
+primitives:
+
+- ``_reset_envs(seeds, mask) -> (obs, info)``: reset the envs of ``mask`` (None: all) with
+  per-env ``seeds`` (None entries keep a generator running); a full reset also drops every step
+  in flight.
+- ``_step_envs(actions) -> (obs, reward, terminated, truncated, info)``: one step of every env.
+- ``_send_envs(actions, env_ids)`` / ``_recv_envs() -> (..., info)``: async mode only
+  (``batch_size < num_envs``); ``env_ids`` None means the envs the last recv returned (the
+  backend resolves them, then calls ``_check_disabled_autoreset(ids)`` in DISABLED mode), and
+  ``_recv_envs`` puts ``info["env_id"]``.
+- ``_close_envs()``: release everything (called once).
+
+Threading: one thread at a time may call an env.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from fastbatch._args import seed_list
+from fastbatch.errors import AsyncStateError, ClosedEnvError, EnvError
+
+__all__ = ["BatchVectorEnv"]
+
+# Messages that more than one rule or backend raises.
+CLOSED = "this fastbatch env is closed"
+NOT_RESET = "call reset() before step()"
+BROKEN = "a previous step raised an env error; call reset() before stepping again"
+
+
+class BatchVectorEnv(gymnasium.vector.VectorEnv):
+    """A batch of envs behind gymnasium's ``VectorEnv`` API (see the module docstring)."""
+
+    closed = True  # until _setup: a half-built env is closed, so __del__ does nothing
+
+    def _setup(
+        self,
+        num_envs: int,
+        batch_size: int,
+        mode: AutoresetMode,
+        observation_space: gymnasium.spaces.Space,
+        action_space: gymnasium.spaces.Space,
+    ) -> None:
+        """The state every backend starts from, once its envs exist."""
+        self.num_envs = num_envs
+        self.batch_size = batch_size
+        self.metadata = {"autoreset_mode": mode}
+        self.render_mode = None
+        self.single_observation_space = observation_space
+        self.single_action_space = action_space
+        self.observation_space = batch_space(observation_space, num_envs)
+        self.action_space = batch_space(action_space, num_envs)
+        self.closed = False
+        self._all_ids = np.arange(num_envs, dtype=np.int64)
+        self._reset_called = False
+        self._broken = False  # an env raised: a full reset() is needed
+        self._pending_actions: Any = None  # sync send(): actions waiting for recv()
+        # DISABLED mode: envs whose episode ended and that were not reset since.
+        self._disabled = mode == AutoresetMode.DISABLED
+        self._needs_reset = np.zeros(num_envs, dtype=np.bool_)
+
+    # ------------------------------------------------------------------ state rules
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClosedEnvError(CLOSED)
+
+    def _check_stepable(self) -> None:
+        self._check_open()
+        if not self._reset_called:
+            raise RuntimeError(NOT_RESET)
+        if self._broken:
+            raise RuntimeError(BROKEN)
+
+    def _check_disabled_autoreset(self, env_ids: np.ndarray | None) -> None:
+        """DISABLED mode: refuses to step an env whose episode ended and was not reset."""
+        pending = self._needs_reset if env_ids is None else self._needs_reset[env_ids]
+        if pending.any():
+            j = int(np.flatnonzero(pending)[0])
+            i = j if env_ids is None else int(env_ids[j])
+            raise ValueError(
+                f"env {i} has ended its episode and autoreset is disabled: reset it first with "
+                "reset(options={'reset_mask': mask})"
+            )
+
+    def _note_ended(self, result: tuple, env_ids: np.ndarray | None) -> tuple:
+        """DISABLED mode: remembers which envs of a step result ended their episode."""
+        ended = np.logical_or(result[2], result[3])
+        if env_ids is None:
+            self._needs_reset[:] = ended
+        else:
+            self._needs_reset[env_ids] = ended
+        return result
+
+    def _reset_mask(self, options: Any) -> np.ndarray | None:
+        """The checked ``options["reset_mask"]``, or None for a full reset."""
+        if options is None:
+            return None
+        if not isinstance(options, dict):
+            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+        unknown = sorted(set(options) - {"reset_mask"})
+        if unknown:
+            raise ValueError(
+                f"unsupported reset option(s) {', '.join(map(repr, unknown))}; fastbatch envs "
+                "accept only 'reset_mask'"
+            )
+        mask = options.get("reset_mask")
+        if mask is None:
+            return None
+        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+            what = f"dtype {mask.dtype}" if isinstance(mask, np.ndarray) else type(mask).__name__
+            raise TypeError(f"options['reset_mask'] must be a numpy array of dtype bool, got {what}")
+        if mask.shape != (self.num_envs,):
+            raise ValueError(
+                f"options['reset_mask'] must have shape ({self.num_envs},), got {mask.shape}"
+            )
+        if not mask.any():
+            raise ValueError("options['reset_mask'] must contain at least one True value")
+        if not self._reset_called:
+            raise ValueError("the first reset must reset every env (no reset_mask)")
+        if self._broken:
+            raise RuntimeError(
+                "a previous step raised an env error, so envs outside the mask may be out of "
+                "step with the observations you hold; call reset() without a mask first"
+            )
+        return mask
+
+    # ------------------------------------------------------------------ gymnasium API
+    def reset(
+        self,
+        *,
+        seed: int | list[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Resets all envs (or those in ``options["reset_mask"]``) and returns ``(obs, info)``.
+
+        ``seed``: an int seeds env ``i`` with ``seed + i``; a list gives each env's seed (None
+        keeps that env's generator running); None keeps every generator running. With a mask,
+        only the masked envs are reseeded. A full reset also drops every step in flight.
+        """
+        self._check_open()
+        mask = self._reset_mask(options)
+        seeds = seed_list(seed, self.num_envs)
+        if mask is not None:
+            seeds = [s if m else None for s, m in zip(seeds, mask.tolist())]
+        try:
+            result = self._reset_envs(seeds, mask)
+        except EnvError:
+            self._broken = True
+            raise
+        self._reset_called = True
+        self._broken = False
+        self._pending_actions = None
+        if mask is None:
+            self._needs_reset[:] = False
+        else:
+            self._needs_reset[mask] = False
+        return result
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Steps every env once (in async mode: ``send(actions)`` then ``recv()``).
+
+        Returns ``(obs, reward, terminated, truncated, info)``; ``info`` holds the episode
+        statistics of envs whose episode ended (``info[stats_key]``, with its mask) and, in
+        SAME_STEP mode, ``final_obs``/``final_info`` as gymnasium's ``SyncVectorEnv`` gives them.
+        """
+        self._check_stepable()
+        if self.is_async:
+            self.send(actions)
+            return self.recv()
+        if self._pending_actions is not None:
+            raise AsyncStateError("step() while a send() is pending; recv() it first")
+        return self._sync_step(actions)
+
+    @property
+    def is_async(self) -> bool:
+        """True when ``batch_size < num_envs``: `recv` returns the first envs to finish."""
+        return self.batch_size < self.num_envs
+
+    def send(self, actions: Any, env_ids: Any = None) -> None:
+        """Starts one step of the envs ``env_ids`` (default: those the last `recv` returned, or
+        every env after `reset`) with ``actions`` of shape ``(len(env_ids), *action_shape)``.
+
+        In sync mode (``batch_size == num_envs``) ``send`` + ``recv`` is ``step``.
+        """
+        self._check_stepable()
+        if not self.is_async:
+            if self._pending_actions is not None:
+                raise AsyncStateError("send() twice without recv()")
+            if env_ids is not None and not np.array_equal(np.asarray(env_ids), self._all_ids):
+                raise ValueError("in sync mode (batch_size == num_envs) send() steps every env")
+            self._pending_actions = actions
+            return
+        try:
+            self._send_envs(actions, env_ids)
+        except EnvError:
+            self._broken = True
+            raise
+
+    def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Waits for ``batch_size`` sent envs and returns their step results in completion
+        order; ``info["env_id"]`` gives the env of each row."""
+        self._check_stepable()
+        if not self.is_async:
+            if self._pending_actions is None:
+                raise AsyncStateError("recv() without a pending send()")
+            actions, self._pending_actions = self._pending_actions, None
+            result = self._sync_step(actions)
+            result[4]["env_id"] = self._all_ids
+            return result
+        try:
+            result = self._recv_envs()
+        except EnvError:
+            self._broken = True
+            raise
+        if self._disabled:
+            self._note_ended(result, result[4]["env_id"])
+        return result
+
+    def _sync_step(self, actions: Any) -> tuple:
+        if self._disabled:
+            self._check_disabled_autoreset(None)
+        try:
+            result = self._step_envs(actions)
+        except EnvError:
+            self._broken = True
+            raise
+        return self._note_ended(result, None) if self._disabled else result
+
+    def close(self, **kwargs: Any) -> None:
+        """Closes the envs and releases the workers; later calls raise ``ClosedEnvError``.
+        Closing twice is harmless."""
+        if self.closed:
+            return
+        self.closed = True
+        self._close_envs()
+
+    def __del__(self) -> None:
+        if not getattr(self, "closed", True):
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001, S110 - at interpreter exit modules may be gone
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ primitives
+    def _reset_envs(self, seeds: list[int | None], mask: np.ndarray | None) -> tuple:
+        raise NotImplementedError
+
+    def _step_envs(self, actions: Any) -> tuple:
+        raise NotImplementedError
+
+    def _send_envs(self, actions: Any, env_ids: Any) -> None:
+        raise NotImplementedError
+
+    def _recv_envs(self) -> tuple:
+        raise NotImplementedError
+
+    def _close_envs(self) -> None:
+        raise NotImplementedError

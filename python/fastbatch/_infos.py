@@ -1,0 +1,130 @@
+"""gymnasium's vector info layout, shared by both backends and the process workers.
+
+Each key of an env's info becomes an array over the batch (an object array for values that are
+not numbers, a nested dict for dicts) with a boolean mask under ``"_" + key``, as gymnasium's
+``VectorEnv._add_info`` builds it. Episode statistics follow ``RecordEpisodeStatistics``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["add_info", "block_info", "episode_info", "merge_block_info"]
+
+
+def episode_info(done, ret, length, elapsed, stats_key: str | None) -> dict[str, Any]:
+    """The ``info`` entries of finished episodes, as gymnasium's ``RecordEpisodeStatistics``."""
+    if stats_key is None:
+        return {}
+    return {stats_key: {"r": ret, "l": length, "t": elapsed}, "_" + stats_key: done}
+
+
+def add_info(infos: dict[str, Any], info: dict[str, Any], row: int, rows: int) -> dict[str, Any]:
+    """Adds one env's ``info`` at ``row`` in gymnasium's vector convention: each key becomes an
+    array over the batch (an object array for non-numeric values, a nested dict for dicts) with
+    a boolean mask under ``"_" + key``. ``final_obs`` is always an object array."""
+    for key, value in info.items():
+        if isinstance(value, dict) and key != "final_obs":
+            array = add_info(infos.get(key, {}), value, row, rows)
+        else:
+            array = infos.get(key)
+            if array is None:
+                if key == "final_obs":
+                    array = np.full(rows, None, dtype=object)
+                elif isinstance(value, (bool, int, float, np.number)):
+                    array = np.zeros(rows, dtype=type(value))
+                elif isinstance(value, np.ndarray):
+                    array = np.zeros((rows, *value.shape), dtype=value.dtype)
+                else:
+                    array = np.full(rows, None, dtype=object)
+            array[row] = value
+        mask = infos.get("_" + key)
+        if mask is None:
+            mask = np.zeros(rows, dtype=np.bool_)
+        mask[row] = True
+        infos[key], infos["_" + key] = array, mask
+    return infos
+
+
+def block_info(entries, views, first: int, rows: int) -> dict[str, Any]:
+    """The infos of one block of envs [first, first + rows) in gymnasium's vector layout.
+
+    `entries` holds (env index, final info or None, info) for envs with something to say; a final
+    info also brings the env's row of ``views["final_obs"]``."""
+    fast = _uniform_scalar_info(entries, first, rows)
+    if fast is not None:
+        return fast
+    infos: dict[str, Any] = {}
+    for i, final_info, info in entries:
+        if final_info is not None:
+            final = {"final_obs": views["final_obs"][i].copy(), "final_info": final_info}
+            infos = add_info(infos, final, i - first, rows)
+        infos = add_info(infos, info, i - first, rows)
+    return infos
+
+
+_SCALARS = (bool, int, float, np.number)
+_scalar_types: set[type] = set()  # types seen to be _SCALARS (what add_info stores in arrays)
+
+
+def _all_scalars(values: list) -> bool:
+    types = set(map(type, values))
+    if types <= _scalar_types:
+        return True
+    if all(issubclass(t, _SCALARS) for t in types):
+        _scalar_types.update(types)
+        return True
+    return False
+
+
+def _uniform_scalar_info(entries, first: int, rows: int) -> dict[str, Any] | None:
+    """`block_info` for the common case of every entry carrying the same keys with scalar
+    values and no final info (e.g. MuJoCo envs' per-step info): one array per key, built in one
+    call, equal to what `add_info` builds entry by entry. None when the case does not apply."""
+    if not entries:
+        return None
+    keys = entries[0][2].keys()
+    if "final_obs" in keys or any(not isinstance(k, str) or k.startswith("_") for k in keys):  # "_x": a mask?
+        return None
+    for _, final_info, info in entries:
+        if final_info is not None or info.keys() != keys:
+            return None
+    columns = {key: [info[key] for _, _, info in entries] for key in keys}
+    if not all(_all_scalars(column) for column in columns.values()):
+        return None
+    index = [i - first for i, _, _ in entries]
+    full = len(index) == rows and index[0] == 0 and index[-1] == rows - 1  # rows are ascending
+    mask = np.ones(rows, dtype=np.bool_)
+    if not full:
+        mask[:] = False
+        mask[index] = True
+    infos: dict[str, Any] = {}
+    for key, column in columns.items():
+        values = np.array(column, dtype=type(column[0]))
+        if full:
+            infos[key] = values
+        else:
+            infos[key] = np.zeros(rows, dtype=values.dtype)
+            infos[key][index] = values
+        infos["_" + key] = mask.copy()
+    return infos
+
+
+def merge_block_info(infos: dict[str, Any], block: dict[str, Any], offset: int, rows: int) -> dict[str, Any]:
+    """Places a block's infos (from `block_info`) at rows [offset, offset + block rows) of a batch
+    of `rows`: array for array, mask for mask, nested dicts alike."""
+    for key, value in block.items():
+        if isinstance(value, dict):
+            infos[key] = merge_block_info(infos.get(key, {}), value, offset, rows)
+            continue
+        target = infos.get(key)
+        if target is None:
+            if value.dtype == object:
+                target = np.full(rows, None, dtype=object)
+            else:
+                target = np.zeros((rows, *value.shape[1:]), dtype=value.dtype)
+            infos[key] = target
+        target[offset : offset + len(value)] = value
+    return infos

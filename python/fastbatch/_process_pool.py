@@ -1,0 +1,452 @@
+"""`WorkerSet`: the worker processes of the process backend and the protocol that drives them.
+
+It spawns the workers, hands them their env factories and the shared memory (handshake), sends
+commands, waits for them, collects statuses, infos and errors, replaces dead workers
+(``restart=True``) and closes everything. It knows nothing of gymnasium's API: `ProcessVectorEnv`
+(process.py) is the facade on top.
+
+Lifecycle: workers are fresh interpreters (``python -m fastbatch._process_worker``), so the
+caller's script is never re-imported; they die with the parent (PR_SET_PDEATHSIG) and ignore
+Ctrl-C (the parent handles it). The shared memory is an anonymous memfd: it has no name in
+/dev/shm and is freed by the kernel with the last process that maps it, even if every process
+is killed. Every wait is bounded: a dead worker is noticed within `liveness_interval` seconds.
+
+Threading: one thread at a time (the facade's caller).
+"""
+
+from __future__ import annotations
+
+import enum
+import mmap
+import os
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+import cloudpickle
+import numpy as np
+
+from fastbatch import _core
+from fastbatch._args import NEXT_STEP, SAME_STEP
+from fastbatch._infos import block_info, merge_block_info
+from fastbatch._process_block import Block, env_spaces
+from fastbatch._shm import (
+    DONE_SEQ,
+    ENDED,
+    HAS_INFO,
+    INFO_PIPE,
+    INFO_SHARED,
+    LINE,
+    OP,
+    OP_CLOSE,
+    OP_RESET,
+    OP_RESET_PENDING,
+    OP_STEP,
+    STATUS,
+    STATUS_ERROR,
+    Layout,
+    decode_info,
+    word_address,
+)
+from fastbatch.errors import EnvError, WorkerDiedError
+
+__all__ = ["SetState", "WorkerSet"]
+
+# The parent waits for its workers the way workers wait for it: yield-spin for about a
+# millisecond, then sleep on the futex.
+WAIT_SPIN_US = 1000.0
+WORDS_PER_LINE = LINE // 4  # control words per worker line
+
+
+class SetState(enum.Enum):
+    """Where the worker set is in its life."""
+
+    STARTING = "starting"  # spawning workers and handshaking
+    RUNNING = "running"  # commands may be sent
+    RESTARTING = "restarting"  # replacing a dead worker (restart=True): no second restart
+    CLOSED = "closed"
+
+
+class WorkerSet:
+    """The workers stepping `len(env_fns)` envs in contiguous blocks, one block per worker.
+
+    ``block_bounds[w] : block_bounds[w + 1]`` are the envs of worker ``w``. With ``in_parent``
+    block 0 is stepped by this process (``local_block``), the others by worker processes.
+    ``views`` are the shared arrays (see _shm.Layout). ``on_fatal`` is called (to close the
+    owner) before a WorkerDiedError is raised.
+    """
+
+    def __init__(
+        self,
+        env_fns: list[Callable[[], Any]],
+        num_workers: int,
+        mode_code: int,
+        *,
+        in_parent: bool,
+        restart: bool,
+        start_timeout: float,
+        liveness_interval: float,
+        on_fatal: Callable[[], None],
+    ) -> None:
+        n = len(env_fns)
+        self.env_fns = env_fns
+        self.block_bounds = [n * w // num_workers for w in range(num_workers + 1)]
+        self.mode_code = mode_code
+        self.in_parent = in_parent
+        self.restart = restart
+        self.start_timeout = start_timeout
+        self.liveness_interval = liveness_interval
+        self.on_fatal = on_fatal
+        self.state = SetState.STARTING
+        self.restarts = 0  # worker processes replaced so far
+        self.replaced_this_call: set[int] = set()  # workers replaced during the call in progress
+        self.uncollected: set[int] = set()  # sent a command whose results were not read
+        self.op = OP_STEP  # the operation of the call in progress
+        self.processes: list[subprocess.Popen | None] = [None] * num_workers
+        self.connections: list[Connection | None] = [None] * num_workers
+        self.local_block: Block | None = None
+        self.local_result: tuple = (None, None, 0)  # (error, infos, ended) of local_block
+        self.local_interrupted = False  # a Ctrl-C hit an env of local_block: its state is unknown
+        self.views: dict[str, np.ndarray] = {}
+        self.spaces: tuple = ()
+        self._memory: mmap.mmap | None = None
+        self._memfd = -1
+        self._control: memoryview | None = None
+        self._command_seq = [0] * num_workers
+        self._command_address: list[int] = []
+        self._counter_address = 0
+
+    @property
+    def num_workers(self) -> int:
+        return len(self.processes)
+
+    def block(self, w: int) -> range:
+        return range(self.block_bounds[w], self.block_bounds[w + 1])
+
+    # ------------------------------------------------------------------ start-up
+    def start(self, layout_for: Callable[[Any, Any], Layout]) -> None:
+        """Builds every block's envs, checks they share one pair of spaces (stored in
+        ``spaces``), then lays out and maps the shared memory (``layout_for(obs_space,
+        act_space)``) and hands it to the workers."""
+        self._memfd = os.memfd_create("fastbatch-batch", os.MFD_CLOEXEC)
+        local_envs = None
+        for w in range(self.num_workers):
+            if w == 0 and self.in_parent:
+                local_envs = [fn() for fn in self.env_fns[self.block_bounds[0] : self.block_bounds[1]]]
+            else:
+                self._spawn(w)
+        messages = [
+            self._local_ready(local_envs) if w == 0 and self.in_parent else self._expect(w, "ready")
+            for w in range(self.num_workers)
+        ]
+        spaces = messages[0][1]
+        for w, message in enumerate(messages):
+            if not message[2] or message[1] != spaces:
+                raise ValueError(f"the envs of worker {w} do not all share the first env's spaces")
+        self.spaces = spaces
+        layout = layout_for(*spaces)
+        self._layout = layout
+        os.ftruncate(self._memfd, layout.size())
+        self._memory = mmap.mmap(self._memfd, layout.size())
+        self.views = layout.views(self._memory)
+        for w in self.remote_workers():
+            self.connections[w].send(("attach", layout))
+        for w in self.remote_workers():
+            self._expect(w, "attached")
+        if self.in_parent:
+            self.local_block = Block(local_envs, 0, self.mode_code, self.views)
+        if not self.restart:  # every worker holds the mapping now; only a restart needs the fd
+            os.close(self._memfd)
+            self._memfd = -1
+        control = self.views["control"]
+        # The control words as a flat memoryview: item access is several times cheaper than
+        # numpy scalar indexing, and the step path reads a handful of them per worker.
+        self._control = memoryview(control).cast("B").cast("I")
+        self._command_address = [word_address(control, w, 0) for w in range(self.num_workers)]
+        self._counter_address = word_address(control, self.num_workers, 0)
+        self.state = SetState.RUNNING
+
+    def _spawn(self, w: int) -> None:
+        """Starts the worker process of block `w` and sends it the block's env factories."""
+        parent_end, child_end = socket.socketpair()
+        first, last = self.block_bounds[w], self.block_bounds[w + 1]
+        args = [child_end.fileno(), self._memfd, w, os.getpid(), first, self.mode_code]
+        self.processes[w] = subprocess.Popen(
+            [sys.executable, "-m", "fastbatch._process_worker", *map(str, args)],
+            pass_fds=(child_end.fileno(), self._memfd),
+            stdin=subprocess.DEVNULL,
+        )
+        child_end.close()
+        self.connections[w] = Connection(parent_end.detach())
+        # The worker imports what the factories need with the caller's sys.path (a factory from
+        # a module beside the caller's script then loads wherever the caller was started).
+        factories = cloudpickle.dumps(self.env_fns[first:last])
+        self.connections[w].send_bytes(cloudpickle.dumps((list(sys.path), factories)))
+
+    def _local_ready(self, envs: list) -> tuple:
+        spaces = [env_spaces(e) for e in envs]
+        return ("ready", spaces[0], all(s == spaces[0] for s in spaces))
+
+    def _expect(self, w: int, kind: str) -> tuple:
+        """The next message of worker `w`, which must be of `kind` (within start_timeout)."""
+        deadline = time.monotonic() + self.start_timeout
+        connection = self.connections[w]
+        while not connection.poll(0.05):
+            if self.processes[w].poll() is not None and not connection.poll():
+                self.check_alive()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"worker {w} did not answer within {self.start_timeout:.0f} s")
+        message = connection.recv()
+        if message[0] == "error":
+            raise EnvError(f"env {message[1]} could not be created in worker {w}:\n{message[2]}")
+        if message[0] != kind:
+            raise RuntimeError(f"worker {w} sent {message[0]!r} where {kind!r} was expected")
+        return message
+
+    def remote_workers(self) -> list[int]:
+        """Blocks stepped by worker processes (all but block 0 with in_parent)."""
+        return [w for w, p in enumerate(self.processes) if p is not None]
+
+    # ------------------------------------------------------------------ commands
+    def dispatch(self, op: int, workers: list[int]) -> None:
+        """Sends `op` to the worker processes `workers` (no wait)."""
+        control = self._control
+        self.uncollected.update(workers)
+        for w in workers:
+            control[w * WORDS_PER_LINE + OP] = op
+            self._command_seq[w] = (self._command_seq[w] + 1) & 0xFFFFFFFF
+            _core._store_word(self._command_address[w], self._command_seq[w])
+
+    def run(self, op: int, workers: list[int]) -> None:
+        """Runs `op` on `workers`: the remote ones in their processes while this process steps
+        its own block (in_parent), then waits for the remote ones."""
+        self.op = op
+        remote = [w for w in workers if self.connections[w] is not None]
+        self.dispatch(op, remote)
+        if self.local_block is not None and 0 in workers:
+            block = self.local_block
+            try:
+                entries, ended = block.step() if op == OP_STEP else block.reset()
+                # Merged now, while the worker processes may still be stepping.
+                infos = block_info(entries, self.views, block.first, len(block.envs)) if entries else None
+                self.local_result = (None, infos, ended)
+            except Exception as exc:  # noqa: BLE001 - reported like a worker's error
+                index = block.first + block.current
+                self.local_result = ((index, "".join(traceback.format_exception(exc))), None, 0)
+            except BaseException:
+                self.local_interrupted = True
+                raise
+        self.wait_for(remote)
+
+    def wait_for(self, workers: list[int]) -> None:
+        """Waits until every worker in `workers` has answered its last command."""
+        while True:
+            seen = _core._load_word(self._counter_address)
+            if all(self.is_done(w) for w in workers):
+                return
+            if self._wait_counter(seen) == seen:
+                self.check_alive(workers)
+
+    def wait_any(self, workers: list[int], need: int) -> list[int]:
+        """The first `need` of `workers` found finished (waits on the completion counter)."""
+        while True:
+            seen = _core._load_word(self._counter_address)
+            finished = [w for w in workers if self.is_done(w)][:need]
+            if len(finished) == need:
+                return finished
+            if self._wait_counter(seen) == seen:
+                self.check_alive(workers)
+
+    def _wait_counter(self, seen: int) -> int:
+        return _core._wait_word(self._counter_address, seen, self.liveness_interval, WAIT_SPIN_US, True)
+
+    def is_done(self, w: int) -> bool:
+        return self._control[w * WORDS_PER_LINE + DONE_SEQ] == self._command_seq[w]
+
+    def settle(self, in_flight: list[int]) -> None:
+        """Before a new command: finishes and discards any command a Ctrl-C left uncollected
+        (steps in flight in async mode are not stale)."""
+        stale = [w for w in self.uncollected if w not in in_flight]
+        if stale:
+            self.discard(stale)
+
+    def discard(self, workers: list[int]) -> None:
+        """Waits for `workers` and throws their results away."""
+        self.wait_for(workers)
+        for w in workers:
+            connection = self.connections[w]
+            while connection is not None and connection.poll():
+                connection.recv()
+        self.uncollected.difference_update(workers)
+        self.replaced_this_call.difference_update(workers)  # those results are discarded
+
+    def collect(self, workers: list[int], rows: dict[int, int] | None = None) -> tuple[dict, int]:
+        """Statuses, infos and errors of the finished `workers`: (infos, episodes ended).
+
+        Infos are merged at each block's rows (``rows`` maps a block's first env to its row in
+        a partial batch; None: the full batch). Raises the first env error as EnvError."""
+        control = self._control
+        self.uncollected.difference_update(workers)
+        infos: dict[str, Any] = {}
+        ended, error = 0, None
+        nrows = len(self.env_fns) if rows is None else len(rows)
+        for w in workers:
+            first = self.block_bounds[w]
+            if self.connections[w] is None:  # the block this process stepped itself
+                local_error, block, local_ended = self.local_result
+                ended += local_ended
+                error = error or local_error
+            else:
+                line = w * WORDS_PER_LINE
+                ended += control[line + ENDED]
+                if control[line + STATUS] == STATUS_ERROR:
+                    _, index, text = self.connections[w].recv()
+                    error = error or (index, text)
+                where = control[line + HAS_INFO]
+                if where == INFO_SHARED:
+                    block = decode_info(self.views["info_area"][w])
+                else:
+                    block = self.connections[w].recv()[1] if where == INFO_PIPE else None
+            if w in self.replaced_this_call:
+                block = self._replaced_rows(w, block)
+            if block:
+                infos = merge_block_info(infos, block, first if rows is None else rows[first], nrows)
+        if error is not None:
+            exc = EnvError(f"env {error[0]}: the env raised in its worker process:\n{error[1]}")
+            exc.env_index = error[0]
+            raise exc
+        return infos, ended
+
+    # ------------------------------------------------------------------ death and restart
+    def check_alive(self, waiting: list[int] | None = None) -> None:
+        """Raises WorkerDiedError (after `on_fatal`) if a worker process has died; with
+        restart=True a dead worker among `waiting` is replaced instead."""
+        for w, process in enumerate(self.processes):
+            if process is None or process.poll() is None:
+                continue
+            if self.restart and self.state is SetState.RUNNING and waiting is not None:
+                if w in waiting:
+                    self._replace(w)
+                continue
+            block = self.block(w)
+            self.on_fatal()
+            error = WorkerDiedError(
+                f"worker {w} (envs {block[0]}..{block[-1]}) died ({_how(process.returncode)}); "
+                "the env is now closed"
+            )
+            error.env_index = block[0]
+            raise error
+
+    def _replace(self, w: int) -> None:
+        """restart=True: replaces dead worker `w` by a fresh process with new envs and resets
+        them; the block's rows of the call in progress are then rewritten by `_replaced_rows`."""
+        block = self.block(w)
+        code = self.processes[w].returncode
+        self.connections[w].close()
+        self.restarts += 1
+        self.views["control"][w, :] = 0  # fresh command/done sequence and sleeper count
+        self._command_seq[w] = 0
+        self.views["done"][block.start : block.stop] = False  # the new worker knows no old rows
+        self.state = SetState.RESTARTING
+        try:
+            self._spawn(w)
+            message = self._expect(w, "ready")
+            if not message[2] or message[1] != self.spaces:
+                raise ValueError(f"the restarted envs of worker {w} have different spaces")
+            self.connections[w].send(("attach", self._layout))
+            self._expect(w, "attached")
+            v = self.views
+            v["reset_mask"][block.start : block.stop] = True
+            if self.op != OP_RESET:  # a reset() in progress keeps the seeds it was given
+                v["seed_set"][block.start : block.stop] = False
+            pending = self.op == OP_STEP and self.mode_code == NEXT_STEP
+            self.dispatch(OP_RESET_PENDING if pending else OP_RESET, [w])
+            self.wait_for([w])
+        except KeyboardInterrupt:  # the replacement is half built: close, let Ctrl-C through
+            self.on_fatal()
+            raise
+        except BaseException as exc:
+            self.on_fatal()
+            error = WorkerDiedError(
+                f"worker {w} (envs {block[0]}..{block[-1]}) died ({_how(code)}) and could not be "
+                f"restarted: {exc}"
+            )
+            error.env_index = block[0]
+            raise error from exc
+        finally:
+            if self.state is SetState.RESTARTING:
+                self.state = SetState.RUNNING
+        self.replaced_this_call.add(w)
+
+    def _replaced_rows(self, w: int, block: dict | None) -> dict:
+        """The rows of block `w`, whose worker was replaced during this call: after a step they
+        report a truncated episode (reward 0, the new episode's first observation; in SAME_STEP
+        mode also as final_obs); every row carries info["worker_restarted"]."""
+        self.replaced_this_call.discard(w)
+        rows = self.block(w)
+        first, last = rows.start, rows.stop
+        v = self.views
+        stepped = self.op == OP_STEP
+        same_step = self.mode_code == SAME_STEP
+        if stepped:
+            v["reward"][first:last] = 0.0
+            v["terminated"][first:last] = False
+            v["truncated"][first:last] = True
+            v["done"][first:last] = False  # the cut episodes get no statistics
+            if same_step:
+                v["final_obs"][first:last] = v["obs"][first:last]
+        final = {} if stepped and same_step else None
+        entries = [(i, final, {"worker_restarted": True}) for i in rows]
+        restarted = block_info(entries, v, first, len(rows))
+        return merge_block_info(block or {}, restarted, 0, len(rows))
+
+    # ------------------------------------------------------------------ close
+    def close(self) -> None:
+        """Closes the envs and stops every worker (2 s for all together, then SIGKILL).
+        Idempotent; never raises for a worker that is already gone."""
+        if self.state is SetState.CLOSED:
+            return
+        self.state = SetState.CLOSED
+        if self.local_block is not None:
+            for env in self.local_block.envs:
+                env.close()
+            self.local_block = None
+        live = [w for w, p in enumerate(self.processes) if p is not None and p.poll() is None]
+        if self._control is not None and live:
+            try:
+                self.dispatch(OP_CLOSE, live)
+            except Exception:  # noqa: BLE001, S110 - closing must go on
+                pass
+        deadline = time.monotonic() + 2.0
+        for process in filter(None, self.processes):
+            try:
+                process.wait(timeout=max(0.01, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=2.0)
+        for connection in filter(None, self.connections):
+            connection.close()
+        self.processes = [None] * len(self.processes)
+        self.connections = [None] * len(self.connections)
+        if self._memfd >= 0:
+            os.close(self._memfd)
+            self._memfd = -1
+        if self._control is not None:
+            self._control.release()
+            self._control = None
+        self.views = {}
+        if self._memory is not None:
+            try:
+                self._memory.close()
+            except BufferError:  # a caller still holds a view: the mapping goes with it
+                pass
+            self._memory = None
+
+
+def _how(code: int) -> str:
+    return f"signal {-code}" if code < 0 else f"exit code {code}"

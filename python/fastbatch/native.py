@@ -1,0 +1,231 @@
+"""The native backend: a batch of C++ envs stepped by the C++ worker pool (`_core._VectorPool`)."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from fastbatch import _core
+from fastbatch._args import MODE_CODES, parse_autoreset_mode, positive_int, seed_list, worker_count
+from fastbatch._base import BatchVectorEnv
+from fastbatch._infos import add_info, episode_info
+from fastbatch.errors import AsyncStateError
+from fastbatch.registry import REGISTRY, NativeEnvSpec
+
+__all__ = ["NativeVectorEnv", "RolloutBinding"]
+
+
+@dataclass(frozen=True)
+class RolloutBinding:
+    """How compiled code (the TensorFlow rollout op) steps a native env with no Python involved.
+
+    ``step_fn`` is the address of ``int32_t step(void* context, int64_t t, const void* actions,
+    float* next_obs)``: one batch step written into slot ``t`` of the rollout storage (the new
+    observations into ``obs[t + 1]`` and, as float32, into ``next_obs``); it returns 0, or -1
+    with the message available from ``error_fn`` (``const char* error(void* context)``).
+    ``context`` stays valid until the env is closed or binds other storage; the storage arrays
+    are kept alive by the env meanwhile. Calls must not overlap with any other call on the env.
+    """
+
+    context: int
+    step_fn: int
+    error_fn: int
+    episodes: Callable[[], tuple[np.ndarray, np.ndarray]]
+    """Returns and lengths of the episodes that ended through ``step_fn`` since the last call."""
+
+
+def _env_params(spec: NativeEnvSpec, kwargs: dict[str, Any]) -> list[float]:
+    unknown = sorted(set(kwargs) - set(spec.params))
+    if unknown:
+        accepted = ", ".join(spec.params) or "none"
+        raise TypeError(
+            f"{spec.id} got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+            f"it accepts: {accepted}"
+        )
+    values = []
+    for name, default in spec.params.items():
+        value = kwargs.get(name, default)
+        if not isinstance(value, numbers.Real):
+            raise TypeError(f"{spec.id} parameter {name!r} must be a number, got {value!r}")
+        values.append(float(value))
+    return values
+
+
+class NativeVectorEnv(BatchVectorEnv):
+    """A batch of `num_envs` native (C++) envs stepped together, as a gymnasium `VectorEnv`.
+
+    Build it with :func:`fastbatch.make`. Observations, rewards (float32) and flags are returned
+    as numpy views of 64-byte-aligned buffers owned by the env; an array you hold is never
+    written again (buffers are recycled only once every array of a step has been dropped).
+
+    Threading: one thread at a time may call an env; a concurrent call raises ``RuntimeError``.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        num_envs: int = 1,
+        *,
+        num_workers: int | None = None,
+        num_threads: int | None = None,
+        seed: int | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        max_episode_steps: int | None = None,
+        stats_key: str | None = "episode",
+        batch_size: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        env_type, spec = REGISTRY.resolve(env_id)
+        num_envs = positive_int("num_envs", num_envs)
+        batch_size = num_envs if batch_size is None else positive_int("batch_size", batch_size)
+        if batch_size > num_envs:
+            raise ValueError(f"batch_size must be at most num_envs={num_envs}, got {batch_size}")
+        workers = worker_count(num_workers, num_threads, num_envs)
+        mode = parse_autoreset_mode(autoreset_mode)
+        if max_episode_steps is None:
+            max_episode_steps = spec.max_episode_steps or 0
+        elif (
+            isinstance(max_episode_steps, bool)
+            or not isinstance(max_episode_steps, numbers.Integral)
+            or max_episode_steps < 0
+        ):
+            raise ValueError(
+                "max_episode_steps must be a non-negative integer or None, "
+                f"got {max_episode_steps!r}"
+            )
+        if stats_key is not None and not isinstance(stats_key, str):
+            raise TypeError(f"stats_key must be a string or None, got {stats_key!r}")
+        params = _env_params(spec, kwargs)
+        seeds = None if seed is None else seed_list(seed, num_envs)
+
+        self._spec = spec
+        self._stats_key = stats_key
+        self._pool = _core._VectorPool(
+            env_type, num_envs, workers, MODE_CODES[mode], int(max_episode_steps), params, batch_size
+        )
+        self._setup(num_envs, batch_size, mode, spec.observation_space, spec.action_space)
+        self._idle_ids = self._all_ids  # async: the envs the next send() without env_ids steps
+        if seeds is not None:
+            self._pool.seed(seeds)
+
+    # ------------------------------------------------------------------ primitives
+    def _reset_envs(self, seeds, mask):
+        if any(s is not None for s in seeds):
+            self._pool.seed(seeds)
+        obs = self._pool.reset(mask)
+        if mask is None:  # a full reset also drops every step in flight (async mode)
+            self._idle_ids = self._all_ids
+        return obs, {}
+
+    def _step_envs(self, actions):
+        obs, reward, terminated, truncated, ended = self._pool.step(actions)
+        info: dict[str, Any] = {} if ended == 0 else self._episode_info()
+        return obs, reward, terminated, truncated, info
+
+    def _send_envs(self, actions, env_ids):
+        ids = self._idle_ids if env_ids is None else env_ids
+        if env_ids is None and len(ids) == 0:
+            raise AsyncStateError(
+                "no env is waiting for actions: the envs of the last recv() were already sent; "
+                "recv() first (or pass env_ids)"
+            )
+        if self._disabled:
+            self._check_disabled_autoreset(np.asarray(ids, dtype=np.int64))
+        self._pool.send(actions, ids)
+        if env_ids is None:
+            self._idle_ids = self._idle_ids[:0]
+
+    def _recv_envs(self):
+        obs, reward, terminated, truncated, ids, ended = self._pool.recv()
+        self._idle_ids = ids
+        info = {} if ended == 0 else self._episode_info()
+        info["env_id"] = ids
+        return obs, reward, terminated, truncated, info
+
+    def _close_envs(self):
+        self._pool.close()
+
+    # ------------------------------------------------------------------ fastbatch extras
+    def step_into(
+        self,
+        actions: Any,
+        obs: np.ndarray,
+        reward: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+    ) -> dict[str, Any]:
+        """Steps every env, writing results straight into the caller's arrays; returns ``info``.
+
+        Each array must be C-contiguous, writeable, 64-byte aligned and have the exact dtype
+        and shape of :meth:`step`'s results (for example slot ``t`` of a rollout made with
+        :func:`fastbatch.aligned_empty`). Nothing else is allocated.
+        """
+        self._check_stepable()
+        if self._disabled:
+            self._check_disabled_autoreset(None)
+        ended = self._pool.step_into(actions, obs, reward, terminated, truncated)
+        if self._disabled:
+            np.logical_or(terminated, truncated, out=self._needs_reset)
+        return {} if ended == 0 else self._episode_info()
+
+    def rollout_binding(
+        self,
+        obs: np.ndarray,
+        reward: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        final_obs: np.ndarray,
+    ) -> RolloutBinding:
+        """Binds rollout storage for compiled stepping (see :class:`RolloutBinding`).
+
+        Storage: C-contiguous, writeable arrays ``obs [T + 1, N, *obs_shape]`` (observation
+        dtype), ``reward [T, N]`` float32, ``terminated``/``truncated [T, N]`` bool and
+        ``final_obs [T, N, *obs_shape]`` (SAME_STEP mode: the final observation of each episode
+        that ended at step t). Observations must be float32 or float64 for ``next_obs``.
+        Binding again replaces the previous binding.
+        """
+        self._check_open()
+        context = self._pool.rollout_context(obs, reward, terminated, truncated, final_obs)
+        return RolloutBinding(
+            context=context,
+            step_fn=_core._rollout_step_address,
+            error_fn=_core._rollout_error_address,
+            episodes=self._pool.rollout_episodes,
+        )
+
+    @property
+    def num_workers(self) -> int:
+        """Threads stepping the batch (the calling thread counts as one)."""
+        return self._pool.num_threads
+
+    @property
+    def num_threads(self) -> int:
+        """Deprecated name of :attr:`num_workers`."""
+        import warnings
+
+        warnings.warn("num_threads is deprecated; use num_workers", DeprecationWarning, 2)
+        return self.num_workers
+
+    def get_env_state(self, index: int) -> np.ndarray:
+        """The internal float64 state of env ``index`` (for tests and debugging)."""
+        self._check_open()
+        return self._pool.get_state(index)
+
+    # ------------------------------------------------------------------ internals
+    def _episode_info(self) -> dict[str, Any]:
+        done, ret, length, elapsed = self._pool.episode_stats()
+        info = episode_info(done, ret, length, elapsed, self._stats_key)
+        if self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP:
+            final = self._pool.final_obs()
+            for i in np.flatnonzero(done):
+                info = add_info(info, {"final_obs": final[i], "final_info": {}}, int(i), len(done))
+        return info
+
+    def __repr__(self) -> str:
+        return f"NativeVectorEnv({self._spec.id}, num_envs={self.num_envs})"
+

@@ -1,0 +1,123 @@
+"""Rollout storage and how one batch step reaches the env: the only PPO module that knows
+fastbatch envs (through their public API).
+
+Storage is preallocated, 64-byte aligned and read by TensorFlow through DLPack aliases (no
+copies): ``obs [T + 1, N, obs]`` (slot 0: where the rollout starts, slot t + 1: after step t),
+``reward``, ``terminated``, ``truncated`` ``[T, N]`` and ``final_obs [T, N, obs]`` (the env runs
+in SAME_STEP autoreset mode: the final observation of an episode that ended at step t).
+
+A step reaches the env in one of three ways, fastest first:
+1. the rollout op (a compiled TensorFlow op): native envs with float observations and int64 or
+   float32 actions, bound with ``env.rollout_binding(...)``; no Python per step;
+2. ``env.step_into`` from ``tf.numpy_function``: native envs whose observation rows fill whole
+   cache lines, writing straight into the storage;
+3. ``env.step`` from ``tf.numpy_function`` and a copy into the storage: any env (process backend).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+import fastbatch
+from fastbatch.tf import as_tensor
+
+__all__ = ["Rollout"]
+
+
+class Rollout:
+    """Storage for rollouts of `steps` batch steps of `env`, and the env step inside the graph.
+
+    ``use_op=False`` keeps the rollout op out (numpy_function paths only: for comparisons).
+    Episodes that end are recorded in ``episode_returns``/``episode_lengths`` (in order)."""
+
+    def __init__(self, env, steps: int, obs_size: int, *, use_op: bool = True):
+        self.env = env
+        self.steps = steps
+        n = env.num_envs
+        self.obs_shape = [n, obs_size]
+        obs_dtype = np.dtype(env.single_observation_space.dtype)
+        self.arrays = {
+            "obs": fastbatch.aligned_empty((steps + 1, n, obs_size), obs_dtype),
+            "reward": fastbatch.aligned_empty((steps, n), np.float32),
+            "terminated": fastbatch.aligned_empty((steps, n), np.bool_),
+            "truncated": fastbatch.aligned_empty((steps, n), np.bool_),
+            "final_obs": fastbatch.aligned_empty((steps, n, obs_size), obs_dtype),
+        }
+        for array in self.arrays.values():
+            array.fill(0)
+        self.tensors = {k: as_tensor(v) for k, v in self.arrays.items()}  # aliases, no copies
+        self.episode_returns: list[float] = []
+        self.episode_lengths: list[int] = []
+        native = isinstance(env, fastbatch.NativeVectorEnv)
+        # Rows of obs[t] are 64-byte aligned when a row of N observations is a multiple of 64
+        # bytes: then the pool writes each step straight into the storage (step_into).
+        self._direct = native and (n * obs_size * obs_dtype.itemsize) % 64 == 0
+        self._scratch = [fastbatch.aligned_empty(n, dt) for dt in (np.float32, np.bool_, np.bool_)]
+        self._op, self._binding = None, None
+        act_dtype = np.dtype(env.single_action_space.dtype)
+        discrete = hasattr(env.single_action_space, "n")
+        op_fits = obs_dtype in (np.float32, np.float64) and (discrete or act_dtype == np.float32)
+        if use_op and native and op_fits:
+            from . import tf_op
+
+            self._op = tf_op.load()
+            if self._op is not None:
+                a = self.arrays
+                self._binding = env.rollout_binding(
+                    a["obs"], a["reward"], a["terminated"], a["truncated"], a["final_obs"]
+                )
+
+    @property
+    def uses_op(self) -> bool:
+        """True when the compiled rollout op steps the env (no Python per step)."""
+        return self._binding is not None
+
+    def start(self, seed: int) -> None:
+        """Resets every env (env i gets seed + i) into slot 0."""
+        obs, _ = self.env.reset(seed=seed)
+        self.arrays["obs"][0] = obs
+
+    def carry_over(self) -> None:
+        """The next rollout starts where this one ended: obs[T] becomes obs[0]."""
+        self.arrays["obs"][0] = self.arrays["obs"][-1]
+
+    def step(self, t, env_action):
+        """Graph side of one batch step at slot `t`: returns the new observations as float32
+        ``[N, obs]``."""
+        if self._binding is not None:
+            b = self._binding
+            return self._op.fastbatch_rollout_step(
+                t, env_action, step_fn=b.step_fn, error_fn=b.error_fn, context=b.context,
+                obs_shape=self.obs_shape,
+            )
+        next_obs = tf.numpy_function(self._host_step, [t, env_action], tf.float32, stateful=True)
+        next_obs.set_shape(self.obs_shape)
+        return next_obs
+
+    def finish(self) -> None:
+        """After a rollout: records the episodes the rollout op saw end."""
+        if self._binding is not None:
+            returns, lengths = self._binding.episodes()
+            self.episode_returns.extend(returns.tolist())
+            self.episode_lengths.extend(lengths.tolist())
+
+    def _host_step(self, t, actions):
+        """The numpy_function body: steps the env and stores slot `t`."""
+        t = int(t)
+        s = self.arrays
+        if self._direct:
+            reward, terminated, truncated = self._scratch
+            info = self.env.step_into(actions, s["obs"][t + 1], reward, terminated, truncated)
+        else:
+            obs, reward, terminated, truncated, info = self.env.step(actions)
+            s["obs"][t + 1] = obs
+        s["reward"][t], s["terminated"][t], s["truncated"][t] = reward, terminated, truncated
+        if "final_obs" in info:
+            for i in np.flatnonzero(info["_final_obs"]):
+                s["final_obs"][t, i] = info["final_obs"][i]
+        if "episode" in info:
+            done = info["_episode"]
+            self.episode_returns.extend(info["episode"]["r"][done].tolist())
+            self.episode_lengths.extend(info["episode"]["l"][done].tolist())
+        return s["obs"][t + 1].astype(np.float32, copy=False)
