@@ -28,8 +28,18 @@ HERE = Path(__file__).resolve().parent
 
 def build_plugin(folder: Path) -> Path:
     cmake_dir = fastbatch.get_cmake_dir()
-    subprocess.run(["cmake", "-S", str(HERE / "plugin_cartpole"), "-B", str(folder), f"-Dfastbatch_DIR={cmake_dir}"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "cmake",
+            "-S",
+            str(HERE / "plugin_cartpole"),
+            "-B",
+            str(folder),
+            f"-Dfastbatch_DIR={cmake_dir}",
+        ],
+        check=True,
+        capture_output=True,
+    )
     subprocess.run(["cmake", "--build", str(folder)], check=True, capture_output=True)
     return next(folder.glob("libcartpole_plugin.*"))
 
@@ -49,7 +59,9 @@ def python_rate(env_id: str, num_envs: int, budget: float) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     repeats, budget = (5, 0.2) if args.quick else (11, 0.5)
@@ -65,11 +77,18 @@ def main(argv=None) -> int:
         loop = {"built-in": [], "plugin": []}
         py = {"built-in": [], "plugin": []}
         for _ in range(repeats):  # alternate, so drift in machine load hits both alike
-            for name, env_type, env_id in (("built-in", builtin_type, "CartPole-v1"),
-                                           ("plugin", plugin_type, "PluginCartPole-v1")):
-                loop[name].append(num_envs * steps / _core._native_loop_seconds(env_type, num_envs, steps))
+            for name, env_type, env_id in (
+                ("built-in", builtin_type, "CartPole-v1"),
+                ("plugin", plugin_type, "PluginCartPole-v1"),
+            ):
+                loop[name].append(
+                    num_envs * steps / _core._native_loop_seconds(env_type, num_envs, steps)
+                )
                 py[name].append(python_rate(env_id, num_envs, budget))
-        for label, data in ((f"C++ loop, 1 thread, {num_envs} envs", loop), (f"fastbatch.make, {num_envs} envs", py)):
+        for label, data in (
+            (f"C++ loop, 1 thread, {num_envs} envs", loop),
+            (f"fastbatch.make, {num_envs} envs", py),
+        ):
             b, p = statistics.median(data["built-in"]), statistics.median(data["plugin"])
             print(f"{label:<34}{b / 1e6:>11.2f}M{p / 1e6:>11.2f}M{p / b:>8.3f}")
     return 0

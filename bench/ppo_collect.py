@@ -14,8 +14,9 @@ import statistics
 import sys
 import time
 
-import fastbatch.ppo  # noqa: F401 - first: it sets TensorFlow's start-up options
 import tensorflow as tf
+
+import fastbatch.ppo  # noqa: F401 - first: it sets TensorFlow's start-up options
 
 
 def main() -> int:
@@ -28,7 +29,9 @@ def main() -> int:
     print(f"{'envs':>5} {'path':<16} {'collect us/batch step':>22} {'update ms':>10}")
     for num_envs in (8, 64):
         for use_op in (True, False):
-            config = resolve("cartpole", num_envs=num_envs, rollout_steps=128, minibatches=4, epochs=10)
+            config = resolve(
+                "cartpole", num_envs=num_envs, rollout_steps=128, minibatches=4, epochs=10
+            )
             env = make_env(config)
             agent = Agent(config, env, rollout_op=use_op)
             path = "rollout op" if agent.rollout.uses_op else "numpy_function"
@@ -43,8 +46,11 @@ def main() -> int:
                 t2 = time.perf_counter()
                 collect.append((t1 - t0) / config.rollout_steps)
                 update.append(t2 - t1)
-            print(f"{num_envs:>5} {path:<16} {statistics.median(collect) * 1e6:>22.1f} "
-                  f"{statistics.median(update) * 1e3:>10.1f}", flush=True)
+            print(
+                f"{num_envs:>5} {path:<16} {statistics.median(collect) * 1e6:>22.1f} "
+                f"{statistics.median(update) * 1e3:>10.1f}",
+                flush=True,
+            )
             env.close()
     return 0
 

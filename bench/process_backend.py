@@ -60,7 +60,9 @@ def rate(env, actions, budget: float, repeats: int) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--num-envs", type=int, default=16)
     parser.add_argument("--workers", type=int, default=2)
@@ -68,14 +70,20 @@ def main(argv=None) -> int:
     repeats, budget = (3, 0.5) if args.quick else (5, 1.5)
     n = args.num_envs
 
-    cases = [("HalfCheetah-v5", "HalfCheetah-v5"), ("CartPole-v1", "CartPole-v1"), ("no-op env", NoOpEnv)]
-    print(f"{n} envs, fastbatch process backend with {args.workers} workers; medians of {repeats} x {budget}s")
+    cases = [
+        ("HalfCheetah-v5", "HalfCheetah-v5"),
+        ("CartPole-v1", "CartPole-v1"),
+        ("no-op env", NoOpEnv),
+    ]
+    print(
+        f"{n} envs, fastbatch process backend with {args.workers} workers; medians of {repeats} x {budget}s"
+    )
     print(f"{'env':<18}{'method':<22}{'steps/s':>12}{'us/batch step':>15}{'vs sync':>9}")
     for label, env in cases:
         factory = (lambda env=env: gymnasium.make(env)) if isinstance(env, str) else env
         try:
             factory().close()
-        except Exception as exc:  # noqa: BLE001 - e.g. MuJoCo not installed
+        except Exception as exc:  # e.g. MuJoCo not installed
             print(f"{label:<18}skipped: {type(exc).__name__}: {exc}")
             continue
         probe = factory()
@@ -84,12 +92,16 @@ def main(argv=None) -> int:
         actions = [space.sample() for _ in range(16)]
         probe.close()
         methods = {
-            "fastbatch processes": lambda: fastbatch.make([factory] * n, backend="process",
-                                                          num_workers=args.workers, in_parent=False),
-            "fastbatch in_parent": lambda: fastbatch.make([factory] * n, backend="process",
-                                                          num_workers=args.workers, in_parent=True),
-            "gymnasium Sync": lambda: gymnasium.vector.SyncVectorEnv([factory] * n),
-            "gymnasium Async": lambda: gymnasium.vector.AsyncVectorEnv([factory] * n),
+            "fastbatch processes": lambda factory=factory: fastbatch.make(
+                [factory] * n, backend="process", num_workers=args.workers, in_parent=False
+            ),
+            "fastbatch in_parent": lambda factory=factory: fastbatch.make(
+                [factory] * n, backend="process", num_workers=args.workers, in_parent=True
+            ),
+            "gymnasium Sync": lambda factory=factory: gymnasium.vector.SyncVectorEnv([factory] * n),
+            "gymnasium Async": lambda factory=factory: gymnasium.vector.AsyncVectorEnv(
+                [factory] * n
+            ),
         }
         rates = {}
         for name, build in methods.items():

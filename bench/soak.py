@@ -14,7 +14,6 @@ import argparse
 import sys
 import time
 
-
 import fastbatch
 
 
@@ -41,15 +40,19 @@ def soak(env, steps: int, pids) -> tuple[list[int], float]:
 def report(name, samples, rate):
     growth = samples[-1] - samples[1] if len(samples) > 1 else 0
     mib = [round(s / 2**20, 2) for s in samples]
-    print(f"{name}: {rate:,.0f} steps/s; RSS MiB {mib}; growth after warm-up {growth / 2**20:+.3f} MiB")
+    print(
+        f"{name}: {rate:,.0f} steps/s; RSS MiB {mib}; growth after warm-up {growth / 2**20:+.3f} MiB"
+    )
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--native-steps", type=int, default=100_000_000)
     parser.add_argument("--process-steps", type=int, default=1_000_000)
     args = parser.parse_args(argv)
-    native = fastbatch.make("CartPole-v1", num_envs=256, num_threads=2)
+    native = fastbatch.make("CartPole-v1", num_envs=256, num_workers=2)
     report("native CartPole-v1 x256", *soak(native, args.native_steps, ["self"]))
     native.close()
     proc = fastbatch.make("CartPole-v1", 16, backend="process", num_workers=2)

@@ -5,7 +5,7 @@
 
 Methods (columns):
   native-loop   the same C++ envs and pool stepped by a C++ loop on one thread (no Python)
-  fastbatch-1t  fastbatch.make(..., num_threads=1)
+  fastbatch-1t  fastbatch.make(..., num_workers=1)
   fastbatch     fastbatch.make(...) with the default threads (the available cores)
   fb-async      fastbatch async mode, batch_size = num_envs / 2: steady recv()/send() loop
   envpool       EnvPool sync mode, same threads (only if `envpool` is installed: pip install '.[bench]')
@@ -36,7 +36,15 @@ from fastbatch import _core
 
 ENV_IDS = ["CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1"]
 NUM_ENVS = [1, 16, 256, 4096]
-METHODS = ["native-loop", "fastbatch-1t", "fastbatch", "fb-async", "envpool", "gym-sync", "gym-async"]
+METHODS = [
+    "native-loop",
+    "fastbatch-1t",
+    "fastbatch",
+    "fb-async",
+    "envpool",
+    "gym-sync",
+    "gym-async",
+]
 
 
 def cores() -> int:
@@ -46,7 +54,9 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def action_table(space: gymnasium.spaces.Space, num_envs: int, rng: np.random.Generator, count: int = 16):
+def action_table(
+    space: gymnasium.spaces.Space, num_envs: int, rng: np.random.Generator, count: int = 16
+):
     if isinstance(space, gymnasium.spaces.Discrete):
         return [rng.integers(space.n, size=num_envs) for _ in range(count)]
     return [
@@ -73,7 +83,10 @@ def make_stepper(method: str, env_id: str, num_envs: int, threads: int):
     """Returns (step function, close function, envs per step), or None when it does not apply."""
     if method in ("fastbatch", "fastbatch-1t"):
         env = fastbatch.make(
-            env_id, num_envs=num_envs, seed=0, num_threads=1 if method == "fastbatch-1t" else threads
+            env_id,
+            num_envs=num_envs,
+            seed=0,
+            num_workers=1 if method == "fastbatch-1t" else threads,
         )
         env.reset()
         return (lambda a: env.step(a)), env.close, num_envs
@@ -81,7 +94,9 @@ def make_stepper(method: str, env_id: str, num_envs: int, threads: int):
         if num_envs < 2:
             return None
         batch = num_envs // 2
-        env = fastbatch.make(env_id, num_envs=num_envs, batch_size=batch, seed=0, num_threads=threads)
+        env = fastbatch.make(
+            env_id, num_envs=num_envs, batch_size=batch, seed=0, num_workers=threads
+        )
         env.reset()
         env.send(action_table(env.single_action_space, num_envs, np.random.default_rng(1), 1)[0])
 
@@ -98,19 +113,27 @@ def make_stepper(method: str, env_id: str, num_envs: int, threads: int):
         with warnings.catch_warnings():  # EnvPool builds float32 Boxes from float64 bounds
             warnings.simplefilter("ignore")
             env = envpool.make(
-                env_id, env_type="gymnasium", num_envs=num_envs, batch_size=num_envs,
-                num_threads=min(threads, num_envs), seed=0,
+                env_id,
+                env_type="gymnasium",
+                num_envs=num_envs,
+                batch_size=num_envs,
+                num_workers=min(threads, num_envs),
+                seed=0,
             )
         env.reset()
         return (lambda a: env.step(a)), env.close, num_envs
     if method == "gym-sync":
-        env = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make(env_id) for _ in range(num_envs)])
+        env = gymnasium.vector.SyncVectorEnv(
+            [lambda: gymnasium.make(env_id) for _ in range(num_envs)]
+        )
         env.reset(seed=0)
         return (lambda a: env.step(a)), env.close, num_envs
     if method == "gym-async":
         if num_envs > 16:
             return None
-        env = gymnasium.vector.AsyncVectorEnv([lambda: gymnasium.make(env_id) for _ in range(num_envs)])
+        env = gymnasium.vector.AsyncVectorEnv(
+            [lambda: gymnasium.make(env_id) for _ in range(num_envs)]
+        )
         env.reset(seed=0)
         return (lambda a: env.step(a)), env.close, num_envs
     raise ValueError(method)
@@ -150,15 +173,25 @@ def fmt(x: float | None) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="short budgets and fewer repeats")
     parser.add_argument("--envs", default=",".join(ENV_IDS), help="comma-separated env ids")
-    parser.add_argument("--num-envs", default=",".join(map(str, NUM_ENVS)), help="comma-separated batch sizes")
+    parser.add_argument(
+        "--num-envs", default=",".join(map(str, NUM_ENVS)), help="comma-separated batch sizes"
+    )
     parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated methods")
-    parser.add_argument("--repeats", type=int, default=None, help="timed runs per cell (median is reported)")
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="timed runs per cell (median is reported)"
+    )
     parser.add_argument("--budget", type=float, default=None, help="seconds per timed run")
-    parser.add_argument("--threads", type=int, default=cores(), help="threads for fastbatch and envpool")
-    parser.add_argument("--json", default="bench/results/throughput.json", help="where to write the results")
+    parser.add_argument(
+        "--threads", type=int, default=cores(), help="threads for fastbatch and envpool"
+    )
+    parser.add_argument(
+        "--json", default="bench/results/throughput.json", help="where to write the results"
+    )
     args = parser.parse_args(argv)
     repeats = args.repeats or (3 if args.quick else 5)
     budget = args.budget or (0.1 if args.quick else 0.4)
@@ -169,7 +202,9 @@ def main(argv=None) -> int:
 
     results = []
     header = f"{'env':<26}{'N':>6}" + "".join(f"{m:>14}" for m in methods) + f"{'us/step':>10}"
-    print(f"fastbatch {fastbatch.__version__}, {args.threads} threads, medians of {repeats} x {budget}s (env steps/s)")
+    print(
+        f"fastbatch {fastbatch.__version__}, {args.threads} threads, medians of {repeats} x {budget}s (env steps/s)"
+    )
     print(header)
     print("-" * len(header))
     for env_id in env_ids:
@@ -181,15 +216,26 @@ def main(argv=None) -> int:
             row["fastbatch_us_per_batch_step"] = (n / best * 1e6) if best else None
             results.append(row)
             us = row["fastbatch_us_per_batch_step"]
-            print(f"{env_id:<26}{n:>6}" + "".join(f"{fmt(row[m]):>14}" for m in methods)
-                  + (f"{us:>10.2f}" if us else f"{'-':>10}"), flush=True)
+            print(
+                f"{env_id:<26}{n:>6}"
+                + "".join(f"{fmt(row[m]):>14}" for m in methods)
+                + (f"{us:>10.2f}" if us else f"{'-':>10}"),
+                flush=True,
+            )
 
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {
-        "fastbatch": fastbatch.__version__, "gymnasium": gymnasium.__version__, "numpy": np.__version__,
-        "python": sys.version.split()[0], "machine": platform.machine(), "cores": cores(),
-        "threads": args.threads, "repeats": repeats, "budget_s": budget, "quick": args.quick,
+        "fastbatch": fastbatch.__version__,
+        "gymnasium": gymnasium.__version__,
+        "numpy": np.__version__,
+        "python": sys.version.split()[0],
+        "machine": platform.machine(),
+        "cores": cores(),
+        "threads": args.threads,
+        "repeats": repeats,
+        "budget_s": budget,
+        "quick": args.quick,
     }
     out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
     print(f"\nwrote {out}")

@@ -118,7 +118,9 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
             return None
         if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
             what = f"dtype {mask.dtype}" if isinstance(mask, np.ndarray) else type(mask).__name__
-            raise TypeError(f"options['reset_mask'] must be a numpy array of dtype bool, got {what}")
+            raise TypeError(
+                f"options['reset_mask'] must be a numpy array of dtype bool, got {what}"
+            )
         if mask.shape != (self.num_envs,):
             raise ValueError(
                 f"options['reset_mask'] must have shape ({self.num_envs},), got {mask.shape}"
@@ -151,7 +153,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         mask = self._reset_mask(options)
         seeds = seed_list(seed, self.num_envs)
         if mask is not None:
-            seeds = [s if m else None for s, m in zip(seeds, mask.tolist())]
+            seeds = [s if m else None for s, m in zip(seeds, mask.tolist(), strict=True)]
         try:
             result = self._reset_envs(seeds, mask)
         except EnvError:
@@ -248,7 +250,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         if not getattr(self, "closed", True):
             try:
                 self.close()
-            except Exception:  # noqa: BLE001, S110 - at interpreter exit modules may be gone
+            except Exception:  # at interpreter exit modules may be gone
                 pass
 
     def __enter__(self):

@@ -86,7 +86,9 @@ def _uniform_scalar_info(entries, first: int, rows: int) -> dict[str, Any] | Non
     if not entries:
         return None
     keys = entries[0][2].keys()
-    if "final_obs" in keys or any(not isinstance(k, str) or k.startswith("_") for k in keys):  # "_x": a mask?
+    if "final_obs" in keys or any(
+        not isinstance(k, str) or k.startswith("_") for k in keys
+    ):  # "_x": a mask?
         return None
     for _, final_info, info in entries:
         if final_info is not None or info.keys() != keys:
@@ -112,7 +114,9 @@ def _uniform_scalar_info(entries, first: int, rows: int) -> dict[str, Any] | Non
     return infos
 
 
-def merge_block_info(infos: dict[str, Any], block: dict[str, Any], offset: int, rows: int) -> dict[str, Any]:
+def merge_block_info(
+    infos: dict[str, Any], block: dict[str, Any], offset: int, rows: int
+) -> dict[str, Any]:
     """Places a block's infos (from `block_info`) at rows [offset, offset + block rows) of a batch
     of `rows`: array for array, mask for mask, nested dicts alike."""
     for key, value in block.items():

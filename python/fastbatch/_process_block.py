@@ -88,7 +88,9 @@ class Block:
         than several per env."""
         v, infos, ended = self.v, [], 0
         first, last = self.first, self.first + len(self.envs)
-        actions = v["actions"][first:last].tolist() if self.discrete else v["actions"][first:last].copy()
+        actions = (
+            v["actions"][first:last].tolist() if self.discrete else v["actions"][first:last].copy()
+        )
         needs_reset, ep_return, ep_length = self.needs_reset, self.ep_return, self.ep_length
         next_step, same_step = self.mode == NEXT_STEP, self.mode == SAME_STEP
         obs_rows, rewards, terms, truncs = [], [], [], []

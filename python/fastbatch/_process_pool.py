@@ -137,7 +137,9 @@ class WorkerSet:
         local_envs = None
         for w in range(self.num_workers):
             if w == 0 and self.in_parent:
-                local_envs = [fn() for fn in self.env_fns[self.block_bounds[0] : self.block_bounds[1]]]
+                local_envs = [
+                    fn() for fn in self.env_fns[self.block_bounds[0] : self.block_bounds[1]]
+                ]
             else:
                 self._spawn(w)
         messages = [
@@ -233,9 +235,13 @@ class WorkerSet:
             try:
                 entries, ended = block.step() if op == OP_STEP else block.reset()
                 # Merged now, while the worker processes may still be stepping.
-                infos = block_info(entries, self.views, block.first, len(block.envs)) if entries else None
+                infos = (
+                    block_info(entries, self.views, block.first, len(block.envs))
+                    if entries
+                    else None
+                )
                 self.local_result = (None, infos, ended)
-            except Exception as exc:  # noqa: BLE001 - reported like a worker's error
+            except Exception as exc:  # reported like a worker's error
                 index = block.first + block.current
                 self.local_result = ((index, "".join(traceback.format_exception(exc))), None, 0)
             except BaseException:
@@ -263,7 +269,9 @@ class WorkerSet:
                 self.check_alive(workers)
 
     def _wait_counter(self, seen: int) -> int:
-        return _core._wait_word(self._counter_address, seen, self.liveness_interval, WAIT_SPIN_US, True)
+        return _core._wait_word(
+            self._counter_address, seen, self.liveness_interval, WAIT_SPIN_US, True
+        )
 
     def is_done(self, w: int) -> bool:
         return self._control[w * WORDS_PER_LINE + DONE_SEQ] == self._command_seq[w]
@@ -315,7 +323,9 @@ class WorkerSet:
             if w in self.replaced_this_call:
                 block = self._replaced_rows(w, block)
             if block:
-                infos = merge_block_info(infos, block, first if rows is None else rows[first], nrows)
+                infos = merge_block_info(
+                    infos, block, first if rows is None else rows[first], nrows
+                )
         if error is not None:
             exc = EnvError(f"env {error[0]}: the env raised in its worker process:\n{error[1]}")
             exc.env_index = error[0]
@@ -370,7 +380,7 @@ class WorkerSet:
         except KeyboardInterrupt:  # the replacement is half built: close, let Ctrl-C through
             self.on_fatal()
             raise
-        except BaseException as exc:
+        except BaseException as exc:  # reported to the parent
             self.on_fatal()
             error = WorkerDiedError(
                 f"worker {w} (envs {block[0]}..{block[-1]}) died ({_how(code)}) and could not be "
@@ -420,7 +430,7 @@ class WorkerSet:
         if self._control is not None and live:
             try:
                 self.dispatch(OP_CLOSE, live)
-            except Exception:  # noqa: BLE001, S110 - closing must go on
+            except Exception:  # closing must go on
                 pass
         deadline = time.monotonic() + 2.0
         for process in filter(None, self.processes):

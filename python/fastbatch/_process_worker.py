@@ -77,7 +77,7 @@ def main(argv: list[str]) -> None:
         envs = [fn() for fn in cloudpickle.loads(factories)]
         spaces = [env_spaces(e) for e in envs]
         conn.send(("ready", spaces[0], all(s == spaces[0] for s in spaces)))
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+    except BaseException as exc:
         conn.send(("error", first, "".join(traceback.format_exception(exc))))
         return
     message = conn.recv()
@@ -119,7 +119,7 @@ def _serve(index, conn, block, views, layout: Layout, parent_pid) -> None:
             elif op == OP_CLOSE:
                 for env in block.envs:
                     env.close()
-        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        except BaseException as exc:  # reported to the parent
             status = STATUS_ERROR
             env_index = block.first + block.current
             conn.send(("error", env_index, "".join(traceback.format_exception(exc))))

@@ -48,7 +48,11 @@ class Layout:
     def fields(self) -> list[tuple[str, tuple[int, ...], str]]:
         n = self.num_envs
         return [
-            ("control", (self.num_workers + 1, LINE // 4), "uint32"),  # last line: completion counter
+            (
+                "control",
+                (self.num_workers + 1, LINE // 4),
+                "uint32",
+            ),  # last line: completion counter
             ("actions", (n, *self.act_shape), self.act_dtype),
             ("obs", (n, *self.obs_shape), self.obs_dtype),
             ("reward", (n,), "float32"),
@@ -106,7 +110,7 @@ def encode_info(block: dict[str, Any], area: np.ndarray) -> bool:
     raw = memoryview(area)
     raw[:4] = len(header).to_bytes(4, "little")
     raw[4 : 4 + len(header)] = header
-    for (_, _, _, at, nbytes), value in zip(entries, block.values()):
+    for (_, _, _, at, nbytes), value in zip(entries, block.values(), strict=True):
         raw[start + at : start + at + nbytes] = np.ascontiguousarray(value).tobytes()
     return True
 

@@ -75,7 +75,9 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
     return ProcessVectorEnv(env_factories(env, num_envs, kwargs), **options)
 
 
-def add_native_env(env_type: Any, env_id: str | None = None, defaults: dict | None = None) -> NativeEnvSpec:
+def add_native_env(
+    env_type: Any, env_id: str | None = None, defaults: dict | None = None
+) -> NativeEnvSpec:
     """Registers a native env type (`_core._EnvType`) with fastbatch and, unless its id starts
     with '_', with gymnasium as ``fastbatch/<id>`` (``vector_entry_point``)."""
     spec = REGISTRY.add(env_type, env_id, defaults)

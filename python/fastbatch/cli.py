@@ -1,9 +1,9 @@
 """The `fastbatch` command: train and evaluate policies, and locate the plugin build files.
 
-    fastbatch train <preset-or-env-id> [--steps N] [--seed S] [--logdir DIR] [--set key=value ...]
-    fastbatch train --resume DIR
-    fastbatch eval <saved-policy-dir> --env ID [--episodes K]
-    fastbatch --includedir | --cmakedir | --version
+fastbatch train <preset-or-env-id> [--steps N] [--seed S] [--logdir DIR] [--set key=value ...]
+fastbatch train --resume DIR
+fastbatch eval <saved-policy-dir> --env ID [--episodes K]
+fastbatch --includedir | --cmakedir | --version
 """
 
 from __future__ import annotations
@@ -31,7 +31,10 @@ def _train(args) -> int:
             config = resolve(args.target, args.set or [], **changes)
         except ValueError as exc:
             raise SystemExit(f"fastbatch train: {exc}") from None
-        logdir = args.logdir or f"runs/{config.env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
+        logdir = (
+            args.logdir
+            or f"runs/{config.env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
+        )
         result = train(config, logdir, progress=not args.quiet)
         print(f"run directory: {logdir}")
     print(json.dumps(result, indent=2))
@@ -45,14 +48,24 @@ def _eval(args) -> int:
         raise SystemExit("fastbatch eval: --episodes must be at least 1")
 
     returns = evaluate_saved(args.policy, args.env, args.episodes, seed=args.seed)
-    print(json.dumps({"env_id": args.env, "episodes": len(returns), "mean_return": sum(returns) / len(returns),
-                      "returns": returns}, indent=2))
+    print(
+        json.dumps(
+            {
+                "env_id": args.env,
+                "episodes": len(returns),
+                "mean_return": sum(returns) / len(returns),
+                "returns": returns,
+            },
+            indent=2,
+        )
+    )
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fastbatch", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="fastbatch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--includedir", action="store_true", help="print the public header folder")
     parser.add_argument("--cmakedir", action="store_true", help="print the CMake package folder")
     parser.add_argument("--version", action="store_true", help="print the fastbatch version")
@@ -63,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--seed", type=int, help="seed (overrides the preset)")
     t.add_argument("--logdir", help="run directory (default: runs/<env>-<time>)")
     t.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field")
-    t.add_argument("--resume", metavar="DIR", help="continue the run in DIR from its latest checkpoint")
+    t.add_argument(
+        "--resume", metavar="DIR", help="continue the run in DIR from its latest checkpoint"
+    )
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     e = sub.add_parser("eval", help="play episodes with an exported policy")
     e.add_argument("policy", help="a SavedModel folder written by `fastbatch train` (run/policy)")

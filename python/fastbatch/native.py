@@ -106,7 +106,13 @@ class NativeVectorEnv(BatchVectorEnv):
         self._spec = spec
         self._stats_key = stats_key
         self._pool = _core._VectorPool(
-            env_type, num_envs, workers, MODE_CODES[mode], int(max_episode_steps), params, batch_size
+            env_type,
+            num_envs,
+            workers,
+            MODE_CODES[mode],
+            int(max_episode_steps),
+            params,
+            batch_size,
         )
         self._setup(num_envs, batch_size, mode, spec.observation_space, spec.action_space)
         self._idle_ids = self._all_ids  # async: the envs the next send() without env_ids steps
@@ -228,4 +234,3 @@ class NativeVectorEnv(BatchVectorEnv):
 
     def __repr__(self) -> str:
         return f"NativeVectorEnv({self._spec.id}, num_envs={self.num_envs})"
-

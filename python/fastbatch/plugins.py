@@ -48,7 +48,9 @@ def register_native_env(
     if not isinstance(env_id, str) or not env_id or env_id.startswith("_"):
         raise ValueError(f"env_id must be a non-empty string not starting with '_', got {env_id!r}")
     if REGISTRY.has(env_id) and not replace:
-        raise ValueError(f"an env is already registered as {env_id!r}; pass replace=True to replace it")
+        raise ValueError(
+            f"an env is already registered as {env_id!r}; pass replace=True to replace it"
+        )
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if not path.is_file():
@@ -63,4 +65,3 @@ def register_native_env(
             f"source must be a path to a shared library or a PyCapsule, got {type(source).__name__}"
         )
     add_native_env(env_type, env_id=env_id, defaults=default_kwargs)
-

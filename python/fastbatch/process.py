@@ -124,10 +124,15 @@ class ProcessVectorEnv(BatchVectorEnv):
             raise ValueError(f"batch_size must be at most num_envs={num_envs}, got {batch_size}")
         if in_parent is None:  # auto: one process per block would oversubscribe the cores
             in_parent = (
-                batch_size == num_envs and not restart and workers > 1 and workers >= available_cores()
+                batch_size == num_envs
+                and not restart
+                and workers > 1
+                and workers >= available_cores()
             )
         if in_parent and batch_size < num_envs:
-            raise ValueError("in_parent=True steps a block in the caller, which async mode cannot overlap")
+            raise ValueError(
+                "in_parent=True steps a block in the caller, which async mode cannot overlap"
+            )
         if batch_size < num_envs:
             block = num_envs // workers
             if num_envs % workers or batch_size % block:
@@ -138,8 +143,14 @@ class ProcessVectorEnv(BatchVectorEnv):
         pending_seeds = seed_list(seed, num_envs) if seed is not None else None
         self._stats_key = stats_key
         self._workers = WorkerSet(
-            env_fns, workers, MODE_CODES[mode], in_parent=in_parent, restart=restart,
-            start_timeout=start_timeout, liveness_interval=liveness_interval, on_fatal=self.close,
+            env_fns,
+            workers,
+            MODE_CODES[mode],
+            in_parent=in_parent,
+            restart=restart,
+            start_timeout=start_timeout,
+            liveness_interval=liveness_interval,
+            on_fatal=self.close,
         )
         self.closed = False  # close() works from here on (a failed start closes the workers)
         try:
@@ -157,17 +168,25 @@ class ProcessVectorEnv(BatchVectorEnv):
         """The shared layout for these spaces (and the action checker)."""
         for space, what in ((obs_space, "observation"), (act_space, "action")):
             if not isinstance(space, (gymnasium.spaces.Box, gymnasium.spaces.Discrete)):
-                raise TypeError(f"the process backend needs Box or Discrete {what} spaces, got {space}")
+                raise TypeError(
+                    f"the process backend needs Box or Discrete {what} spaces, got {space}"
+                )
         discrete = isinstance(act_space, gymnasium.spaces.Discrete)
         act_dtype = np.dtype(np.int64 if discrete else act_space.dtype)
         self._actions = _core._ActionChecker(
-            discrete, int(act_space.n) if discrete else 0, int(act_space.start) if discrete else 0,
-            () if discrete else tuple(act_space.shape), act_dtype,
+            discrete,
+            int(act_space.n) if discrete else 0,
+            int(act_space.start) if discrete else 0,
+            () if discrete else tuple(act_space.shape),
+            act_dtype,
         )
         return Layout(
-            num_envs=len(self._workers.env_fns), num_workers=self._workers.num_workers,
-            obs_shape=tuple(obs_space.shape), obs_dtype=np.dtype(obs_space.dtype).str,
-            act_shape=() if discrete else tuple(act_space.shape), act_dtype=act_dtype.str,
+            num_envs=len(self._workers.env_fns),
+            num_workers=self._workers.num_workers,
+            obs_shape=tuple(obs_space.shape),
+            obs_dtype=np.dtype(obs_space.dtype).str,
+            act_shape=() if discrete else tuple(act_space.shape),
+            act_dtype=act_dtype.str,
         )
 
     @property
@@ -197,10 +216,16 @@ class ProcessVectorEnv(BatchVectorEnv):
             self._idle_workers = list(range(workers.num_workers))
             selected = list(range(workers.num_workers))
         else:
-            selected = [w for w in range(workers.num_workers) if mask[workers.block(w).start : workers.block(w).stop].any()]
+            selected = [
+                w
+                for w in range(workers.num_workers)
+                if mask[workers.block(w).start : workers.block(w).stop].any()
+            ]
             busy = set(selected) & set(self._in_flight)
             if busy:
-                raise AsyncStateError(f"workers {sorted(busy)} have envs in flight; recv() them first")
+                raise AsyncStateError(
+                    f"workers {sorted(busy)} have envs in flight; recv() them first"
+                )
         workers.settle(self._in_flight)
         v = workers.views
         v["reset_mask"][:] = True if mask is None else mask
@@ -225,11 +250,15 @@ class ProcessVectorEnv(BatchVectorEnv):
         if env_ids is None:
             selected = self._idle_workers
             if not selected:
-                raise AsyncStateError("no env is waiting for actions; recv() first (or pass env_ids)")
+                raise AsyncStateError(
+                    "no env is waiting for actions; recv() first (or pass env_ids)"
+                )
         else:
             selected = self._workers_of(np.asarray(env_ids))
         workers = self._workers
-        ids = np.concatenate([np.arange(workers.block(w).start, workers.block(w).stop) for w in selected])
+        ids = np.concatenate(
+            [np.arange(workers.block(w).start, workers.block(w).stop) for w in selected]
+        )
         if self._disabled:
             self._check_disabled_autoreset(ids)
         checked = self._actions.check(actions, len(ids), ids)
@@ -252,7 +281,9 @@ class ProcessVectorEnv(BatchVectorEnv):
                 f"batch_size={self.batch_size}; send() more envs first"
             )
         finished = workers.wait_any(self._in_flight, need)
-        ids = np.concatenate([np.arange(workers.block(w).start, workers.block(w).stop) for w in finished])
+        ids = np.concatenate(
+            [np.arange(workers.block(w).start, workers.block(w).stop) for w in finished]
+        )
         infos, ended = workers.collect(finished, rows={int(i): j for j, i in enumerate(ids)})
         self._in_flight = [w for w in self._in_flight if w not in finished]
         self._idle_workers = list(finished)
@@ -288,7 +319,9 @@ class ProcessVectorEnv(BatchVectorEnv):
                 )
             if inside.any():
                 if w in self._in_flight:
-                    raise AsyncStateError(f"envs {block.tolist()} were already sent; recv() them first")
+                    raise AsyncStateError(
+                        f"envs {block.tolist()} were already sent; recv() them first"
+                    )
                 selected.append(w)
         if sum(len(self._workers.block(w)) for w in selected) != len(env_ids):
             raise ValueError("env_ids must be distinct envs of this vector env")
@@ -306,7 +339,7 @@ class ProcessVectorEnv(BatchVectorEnv):
         v = self._workers.views
         for arrays in self._result_sets:
             if _result_set_free(arrays):
-                for name, array in zip(RESULT_FIELDS, arrays):
+                for name, array in zip(RESULT_FIELDS, arrays, strict=True):
                     np.copyto(array, v[name])
                 return arrays
         arrays = tuple(aligned_copy(v[name]) for name in RESULT_FIELDS)
@@ -319,7 +352,9 @@ class ProcessVectorEnv(BatchVectorEnv):
         if isinstance(rows, slice):
             obs, reward, terminated, truncated = self._full_batch()
         else:
-            obs, reward, terminated, truncated = (aligned_copy(v[name][rows]) for name in RESULT_FIELDS)
+            obs, reward, terminated, truncated = (
+                aligned_copy(v[name][rows]) for name in RESULT_FIELDS
+            )
         if ended and self._stats_key is not None:
             done = v["done"][rows].copy()  # workers write statistics only for ended episodes
             stats = episode_info(
@@ -336,7 +371,9 @@ class ProcessVectorEnv(BatchVectorEnv):
         return f"ProcessVectorEnv(num_envs={self.num_envs}, num_workers={self.num_workers})"
 
 
-def env_factories(env_id_or_fns: Any, num_envs: int | None, kwargs: dict[str, Any]) -> list[Callable]:
+def env_factories(
+    env_id_or_fns: Any, num_envs: int | None, kwargs: dict[str, Any]
+) -> list[Callable]:
     """Env constructors for the process backend from an id, one factory, or a list of them."""
     if isinstance(env_id_or_fns, str):
         count = positive_int("num_envs", 1 if num_envs is None else num_envs)
@@ -352,4 +389,3 @@ def env_factories(env_id_or_fns: Any, num_envs: int | None, kwargs: dict[str, An
     if num_envs is not None and num_envs != len(fns):
         raise ValueError(f"num_envs={num_envs} does not match the {len(fns)} factories given")
     return fns
-

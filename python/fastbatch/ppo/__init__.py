@@ -1,7 +1,7 @@
 """BatchPPO in TensorFlow 2 over fastbatch vector envs (imports TensorFlow).
 
-    from fastbatch.ppo import resolve, train
-    result = train(resolve("cartpole"), "runs/cartpole")
+from fastbatch.ppo import resolve, train
+result = train(resolve("cartpole"), "runs/cartpole")
 """
 
 import os

@@ -45,15 +45,23 @@ class Agent(tf.Module):
         self.discrete = hasattr(act_space, "n")
         if not self.discrete and len(act_space.shape) != 1:
             raise ValueError(f"PPO here takes flat Box actions, got shape {act_space.shape}")
-        self.policy = Policy(self.obs_size, act_space, config.policy_layers, config.activation,
-                             config.init_log_std, config.seed)
+        self.policy = Policy(
+            self.obs_size,
+            act_space,
+            config.policy_layers,
+            config.activation,
+            config.init_log_std,
+            config.seed,
+        )
         self.value = Value(self.obs_size, config.value_layers, config.activation, config.seed)
         self.obs_rms = RunningMeanStd([self.obs_size], name="obs_rms")
         self.ret_rms = RunningMeanStd([], name="ret_rms")
         self.running_return = tf.Variable(tf.zeros([config.num_envs], tf.float64), trainable=False)
         variables = list(self.policy.trainable_variables) + list(self.value.trainable_variables)
         self.optimizer = Adam(variables, config.learning_rate, config.max_grad_norm)
-        self.beta = tf.Variable(config.kl_init_penalty, trainable=False, dtype=tf.float32, name="beta")
+        self.beta = tf.Variable(
+            config.kl_init_penalty, trainable=False, dtype=tf.float32, name="beta"
+        )
         self.env_steps = tf.Variable(0, trainable=False, dtype=tf.int64, name="env_steps")
         self.updates = tf.Variable(0, trainable=False, dtype=tf.int64, name="updates")
         if not self.discrete:
@@ -97,14 +105,24 @@ class Agent(tf.Module):
         def body(t, obs, state, actions):
             params, state = self.policy(self.normalize(obs), state, tf.fill([N], tf.equal(t, 0)))
             action = self.policy.sample(params, tf.stack([base, t + 7919 * c.seed]))
-            env_action = action if self.discrete else tf.clip_by_value(action, self.action_low, self.action_high)
+            env_action = (
+                action
+                if self.discrete
+                else tf.clip_by_value(action, self.action_low, self.action_high)
+            )
             return t + 1, self.rollout.step(t, env_action), state, actions.write(t, action)
 
         actions = tf.TensorArray(tf.int64 if self.discrete else tf.float32, T)
         _, _, _, actions = tf.while_loop(
-            lambda t, *_: t < T, body,
+            lambda t, *_: t < T,
+            body,
             (tf.constant(0), tf.cast(obs_store[0], tf.float32), state0, actions),
-            shape_invariants=(tf.TensorShape([]), tf.TensorShape([N, self.obs_size]), state0.shape, None),
+            shape_invariants=(
+                tf.TensorShape([]),
+                tf.TensorShape([N, self.obs_size]),
+                state0.shape,
+                None,
+            ),
         )
         self.env_steps.assign_add(T * N)
         return actions.stack()
@@ -126,7 +144,9 @@ class Agent(tf.Module):
             return t - 1, running, adv.write(t, running)
 
         _, _, adv = tf.while_loop(
-            lambda t, *_: t >= 0, body, (tf.constant(T - 1), tf.zeros_like(last_values), tf.TensorArray(tf.float32, T))
+            lambda t, *_: t >= 0,
+            body,
+            (tf.constant(T - 1), tf.zeros_like(last_values), tf.TensorArray(tf.float32, T)),
         )
         adv = adv.stack()
         return adv, adv + values
@@ -153,7 +173,9 @@ class Agent(tf.Module):
         """All epochs and minibatches of one update; returns the logged metrics. The next
         rollout then starts where this one ended."""
         t = self.rollout.tensors
-        metrics = self._update(actions, t["obs"], t["reward"], t["terminated"], t["truncated"], t["final_obs"])
+        metrics = self._update(
+            actions, t["obs"], t["reward"], t["terminated"], t["truncated"], t["final_obs"]
+        )
         self.rollout.carry_over()
         return metrics
 
@@ -164,16 +186,24 @@ class Agent(tf.Module):
         batch = T * N
         done = tf.logical_or(terminated, truncated)
         nobs = self.normalize(tf.reshape(raw_obs[:T], [batch, self.obs_size]))
-        flat = lambda x: tf.reshape(x, tf.concat([[batch], tf.shape(x)[2:]], axis=0))
+
+        def flat(x):  # [T, N, ...] -> [T * N, ...]
+            return tf.reshape(x, tf.concat([[batch], tf.shape(x)[2:]], axis=0))
+
         b_actions = flat(actions)
-        b_params, _ = self.policy(nobs, self.policy.initial_state(batch), tf.zeros([batch], tf.bool))
+        b_params, _ = self.policy(
+            nobs, self.policy.initial_state(batch), tf.zeros([batch], tf.bool)
+        )
         b_logp = self.policy.log_prob(b_params, b_actions)
         b_values = self.value(nobs)
         last_values = self.value(self.normalize(raw_obs[T]))
-        final_values = tf.reshape(self.value(self.normalize(tf.reshape(final_obs, [batch, self.obs_size]))), [T, N])
+        final_values = tf.reshape(
+            self.value(self.normalize(tf.reshape(final_obs, [batch, self.obs_size]))), [T, N]
+        )
         rewards = self.scale_rewards(reward, done)
-        adv, returns = self.advantages(tf.reshape(b_values, [T, N]), rewards, terminated, truncated,
-                                       final_values, last_values)
+        adv, returns = self.advantages(
+            tf.reshape(b_values, [T, N]), rewards, terminated, truncated, final_values, last_values
+        )
         b_adv, b_returns = flat(adv), flat(returns)
         old_log_std = tf.identity(self.policy.log_std) if not self.discrete else tf.zeros([0])
         mb = batch // c.minibatches
@@ -183,26 +213,43 @@ class Agent(tf.Module):
 
         def body(i, order, stats, first_ratio):
             if c.minibatches == 1:  # every epoch takes the whole batch: no shuffle, no gathers
-                out = self._minibatch(nobs, b_actions, b_logp, b_values, b_params, b_adv, b_returns, old_log_std)
-                return i + 1, order, stats + tf.stack(out[:-1]), tf.where(tf.equal(i, 0), out[-1], first_ratio)
+                out = self._minibatch(
+                    nobs, b_actions, b_logp, b_values, b_params, b_adv, b_returns, old_log_std
+                )
+                return (
+                    i + 1,
+                    order,
+                    stats + tf.stack(out[:-1]),
+                    tf.where(tf.equal(i, 0), out[-1], first_ratio),
+                )
             epoch, k = i // c.minibatches, i % c.minibatches
             order = tf.cond(
                 tf.equal(k, 0),
-                lambda: tf.argsort(tf.random.stateless_uniform(
-                    [batch], seed=tf.stack([tf.cast(self.updates, tf.int32), epoch + 104729 * c.seed]))),
+                lambda: tf.argsort(
+                    tf.random.stateless_uniform(
+                        [batch],
+                        seed=tf.stack([tf.cast(self.updates, tf.int32), epoch + 104729 * c.seed]),
+                    )
+                ),
                 lambda: order,
             )
             idx = order[k * mb : (k + 1) * mb]
             out = self._minibatch(
-                tf.gather(nobs, idx), tf.gather(b_actions, idx), tf.gather(b_logp, idx),
-                tf.gather(b_values, idx), tf.gather(b_params, idx), tf.gather(b_adv, idx),
-                tf.gather(b_returns, idx), old_log_std,
+                tf.gather(nobs, idx),
+                tf.gather(b_actions, idx),
+                tf.gather(b_logp, idx),
+                tf.gather(b_values, idx),
+                tf.gather(b_params, idx),
+                tf.gather(b_adv, idx),
+                tf.gather(b_returns, idx),
+                old_log_std,
             )
             first_ratio = tf.where(tf.equal(i, 0), out[-1], first_ratio)
             return i + 1, order, stats + tf.stack(out[:-1]), first_ratio
 
         _, _, stats, first_ratio = tf.while_loop(
-            lambda i, *_: i < steps, body,
+            lambda i, *_: i < steps,
+            body,
             (tf.constant(0), tf.range(batch), tf.zeros([7]), tf.constant(0.0)),
         )
         stats /= float(steps)
@@ -214,17 +261,28 @@ class Agent(tf.Module):
         var_y = tf.math.reduce_variance(b_returns)
         explained = 1.0 - tf.math.reduce_variance(b_returns - b_values) / (var_y + 1e-8)
         return {
-            "loss/policy": stats[0], "loss/value": stats[1], "loss/entropy": stats[2], "kl": kl,
-            "clip_fraction": stats[4], "grad_norm": stats[5], "loss/total": stats[6],
-            "beta": tf.identity(self.beta), "explained_variance": explained,
-            "first_ratio_max_dev": first_ratio, "learning_rate": tf.identity(self.optimizer.lr),
+            "loss/policy": stats[0],
+            "loss/value": stats[1],
+            "loss/entropy": stats[2],
+            "kl": kl,
+            "clip_fraction": stats[4],
+            "grad_norm": stats[5],
+            "loss/total": stats[6],
+            "beta": tf.identity(self.beta),
+            "explained_variance": explained,
+            "first_ratio_max_dev": first_ratio,
+            "learning_rate": tf.identity(self.optimizer.lr),
         }
 
     def _minibatch(self, obs, actions, old_logp, old_values, old_params, adv, returns, old_log_std):
         c = self.config
         adv = (adv - tf.reduce_mean(adv)) / (tf.math.reduce_std(adv) + 1e-8)
         with tf.GradientTape() as tape:
-            params, _ = self.policy(obs, self.policy.initial_state(tf.shape(obs)[0]), tf.zeros([tf.shape(obs)[0]], tf.bool))
+            params, _ = self.policy(
+                obs,
+                self.policy.initial_state(tf.shape(obs)[0]),
+                tf.zeros([tf.shape(obs)[0]], tf.bool),
+            )
             logp = self.policy.log_prob(params, actions)
             ratio = tf.exp(logp - old_logp)
             kl = tf.reduce_mean(self.policy.kl(old_params, old_log_std, params))
@@ -238,7 +296,9 @@ class Agent(tf.Module):
             value = self.value(obs)
             value_loss = tf.square(value - returns)
             if c.value_clip > 0:
-                clipped_value = old_values + tf.clip_by_value(value - old_values, -c.value_clip, c.value_clip)
+                clipped_value = old_values + tf.clip_by_value(
+                    value - old_values, -c.value_clip, c.value_clip
+                )
                 value_loss = tf.maximum(value_loss, tf.square(clipped_value - returns))
             value_loss = 0.5 * tf.reduce_mean(value_loss)
             entropy = tf.reduce_mean(self.policy.entropy(params))
@@ -246,14 +306,25 @@ class Agent(tf.Module):
         grads = tape.gradient(loss, self.optimizer.variables_)
         norm = self.optimizer.apply(grads)
         clip_frac = tf.reduce_mean(tf.cast(tf.abs(ratio - 1.0) > c.clip_ratio, tf.float32))
-        return [policy_loss, value_loss, entropy, kl, clip_frac, norm, loss,
-                tf.reduce_max(tf.abs(ratio - 1.0))]
+        return [
+            policy_loss,
+            value_loss,
+            entropy,
+            kl,
+            clip_frac,
+            norm,
+            loss,
+            tf.reduce_max(tf.abs(ratio - 1.0)),
+        ]
 
     # ------------------------------------------------------------------ acting
     def act(self, obs, deterministic: bool = True):
         """Actions for raw observations (clipped to the action space for Box)."""
-        params, _ = self.policy(self.normalize(obs), self.policy.initial_state(tf.shape(obs)[0]),
-                                tf.ones([tf.shape(obs)[0]], tf.bool))
+        params, _ = self.policy(
+            self.normalize(obs),
+            self.policy.initial_state(tf.shape(obs)[0]),
+            tf.ones([tf.shape(obs)[0]], tf.bool),
+        )
         action = self.policy.mode(params)
         if not self.discrete:
             action = tf.clip_by_value(action, self.action_low, self.action_high)

@@ -89,8 +89,15 @@ class PPOConfig:
     """Training episodes averaged for the reported return."""
 
     def __post_init__(self) -> None:
-        positive = ("num_envs", "rollout_steps", "total_steps", "epochs", "minibatches",
-                    "checkpoint_every", "return_window")
+        positive = (
+            "num_envs",
+            "rollout_steps",
+            "total_steps",
+            "epochs",
+            "minibatches",
+            "checkpoint_every",
+            "return_window",
+        )
         for name in positive:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -98,7 +105,9 @@ class PPOConfig:
         for name in ("tf_inter_op_threads", "tf_intra_op_threads"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be a non-negative integer (0: TensorFlow's default), got {value!r}")
+                raise ValueError(
+                    f"{name} must be a non-negative integer (0: TensorFlow's default), got {value!r}"
+                )
         if self.eval_episodes < 0:
             raise ValueError(f"eval_episodes must be >= 0, got {self.eval_episodes}")
         if self.trust_region not in ("clip", "kl"):
@@ -139,44 +148,110 @@ class PPOConfig:
 PRESETS: dict[str, PPOConfig] = {
     # Classic control on native envs: small nets, short rollouts, many envs.
     "cartpole": PPOConfig(
-        env_id="CartPole-v1", num_envs=8, rollout_steps=32, total_steps=100_000, gamma=0.98,
-        gae_lambda=0.8, learning_rate=3e-3, anneal_lr=True, epochs=15, minibatches=1,
-        entropy_coef=0.0, normalize_obs=False, normalize_reward=False, checkpoint_every=100,
+        env_id="CartPole-v1",
+        num_envs=8,
+        rollout_steps=32,
+        total_steps=100_000,
+        gamma=0.98,
+        gae_lambda=0.8,
+        learning_rate=3e-3,
+        anneal_lr=True,
+        epochs=15,
+        minibatches=1,
+        entropy_coef=0.0,
+        normalize_obs=False,
+        normalize_reward=False,
+        checkpoint_every=100,
     ),
     "pendulum": PPOConfig(
-        env_id="Pendulum-v1", num_envs=16, rollout_steps=128, total_steps=300_000, gamma=0.95,
-        gae_lambda=0.95, learning_rate=1e-3, anneal_lr=True, epochs=10, minibatches=8,
+        env_id="Pendulum-v1",
+        num_envs=16,
+        rollout_steps=128,
+        total_steps=300_000,
+        gamma=0.95,
+        gae_lambda=0.95,
+        learning_rate=1e-3,
+        anneal_lr=True,
+        epochs=10,
+        minibatches=8,
         init_log_std=-0.5,
     ),
     "acrobot": PPOConfig(
-        env_id="Acrobot-v1", num_envs=16, rollout_steps=128, total_steps=300_000, gamma=0.99,
-        gae_lambda=0.94, learning_rate=1e-3, epochs=4, minibatches=4, normalize_reward=False,
+        env_id="Acrobot-v1",
+        num_envs=16,
+        rollout_steps=128,
+        total_steps=300_000,
+        gamma=0.99,
+        gae_lambda=0.94,
+        learning_rate=1e-3,
+        epochs=4,
+        minibatches=4,
+        normalize_reward=False,
     ),
     "mountaincar_continuous": PPOConfig(
-        env_id="MountainCarContinuous-v0", num_envs=16, rollout_steps=256, total_steps=500_000,
-        gamma=0.999, gae_lambda=0.9, learning_rate=3e-4, epochs=10, minibatches=8,
-        entropy_coef=0.005, init_log_std=0.0,
+        env_id="MountainCarContinuous-v0",
+        num_envs=16,
+        rollout_steps=256,
+        total_steps=500_000,
+        gamma=0.999,
+        gae_lambda=0.9,
+        learning_rate=3e-4,
+        epochs=10,
+        minibatches=8,
+        entropy_coef=0.005,
+        init_log_std=0.0,
     ),
     # MuJoCo locomotion through gymnasium and the process backend.
     # halfcheetah: rl-baselines3-zoo's tuned HalfCheetah PPO (small initial std, ReLU 256x256,
     # small steps: 20 epochs of 64-sample minibatches at lr 2e-5), on 8 envs x 64 steps.
     "halfcheetah": PPOConfig(
-        env_id="HalfCheetah-v5", num_envs=8, rollout_steps=64, total_steps=1_000_000,
-        gamma=0.98, gae_lambda=0.92, learning_rate=2.0633e-5, epochs=20, minibatches=8,
-        clip_ratio=0.1, entropy_coef=0.000401762, value_coef=0.58096, max_grad_norm=0.8,
-        init_log_std=-2.0, activation="relu", policy_layers=(256, 256), value_layers=(256, 256),
+        env_id="HalfCheetah-v5",
+        num_envs=8,
+        rollout_steps=64,
+        total_steps=1_000_000,
+        gamma=0.98,
+        gae_lambda=0.92,
+        learning_rate=2.0633e-5,
+        epochs=20,
+        minibatches=8,
+        clip_ratio=0.1,
+        entropy_coef=0.000401762,
+        value_coef=0.58096,
+        max_grad_norm=0.8,
+        init_log_std=-2.0,
+        activation="relu",
+        policy_layers=(256, 256),
+        value_layers=(256, 256),
     ),
     "hopper": PPOConfig(
-        env_id="Hopper-v5", num_envs=8, rollout_steps=256, total_steps=1_000_000,
-        learning_rate=3e-4, anneal_lr=True, epochs=10, minibatches=32,
+        env_id="Hopper-v5",
+        num_envs=8,
+        rollout_steps=256,
+        total_steps=1_000_000,
+        learning_rate=3e-4,
+        anneal_lr=True,
+        epochs=10,
+        minibatches=32,
     ),
     "walker2d": PPOConfig(
-        env_id="Walker2d-v5", num_envs=8, rollout_steps=256, total_steps=1_000_000,
-        learning_rate=3e-4, anneal_lr=True, epochs=10, minibatches=32,
+        env_id="Walker2d-v5",
+        num_envs=8,
+        rollout_steps=256,
+        total_steps=1_000_000,
+        learning_rate=3e-4,
+        anneal_lr=True,
+        epochs=10,
+        minibatches=32,
     ),
     "ant": PPOConfig(
-        env_id="Ant-v5", num_envs=8, rollout_steps=256, total_steps=1_000_000,
-        learning_rate=3e-4, anneal_lr=True, epochs=10, minibatches=32,
+        env_id="Ant-v5",
+        num_envs=8,
+        rollout_steps=256,
+        total_steps=1_000_000,
+        learning_rate=3e-4,
+        anneal_lr=True,
+        epochs=10,
+        minibatches=32,
     ),
 }
 

@@ -7,6 +7,7 @@ with `reset` marking envs whose episode starts at this step. The MLP policy's st
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -21,14 +22,14 @@ class MLP(tf.Module):
         self.activation = tf.nn.tanh if activation == "tanh" else tf.nn.relu
         init = tf.keras.initializers.Orthogonal
         self.weights, self.biases = [], []
-        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        for i, (a, b) in enumerate(itertools.pairwise(sizes)):
             gain = out_scale if i == len(sizes) - 2 else math.sqrt(2.0)
             w = init(gain=gain, seed=seed + i)((a, b))
             self.weights.append(tf.Variable(w, name=f"w{i}"))
             self.biases.append(tf.Variable(tf.zeros(b), name=f"b{i}"))
 
     def __call__(self, x):
-        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+        for i, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
             x = tf.matmul(x, w) + b
             if i < len(self.weights) - 1:
                 x = self.activation(x)
@@ -60,13 +61,17 @@ class Policy(tf.Module):
             return -tf.nn.sparse_softmax_cross_entropy_with_logits(labels=actions, logits=params)
         std = tf.exp(self.log_std)
         z = (actions - params) / std
-        return tf.reduce_sum(-0.5 * tf.square(z) - self.log_std - 0.5 * math.log(2 * math.pi), axis=-1)
+        return tf.reduce_sum(
+            -0.5 * tf.square(z) - self.log_std - 0.5 * math.log(2 * math.pi), axis=-1
+        )
 
     def entropy(self, params):
         if self.discrete:
             p = tf.nn.softmax(params)
             return -tf.reduce_sum(p * tf.nn.log_softmax(params), axis=-1)
-        return tf.reduce_sum(self.log_std + 0.5 * math.log(2 * math.pi * math.e)) * tf.ones_like(params[:, 0])
+        return tf.reduce_sum(self.log_std + 0.5 * math.log(2 * math.pi * math.e)) * tf.ones_like(
+            params[:, 0]
+        )
 
     def kl(self, old_params, old_log_std, params):
         """KL(old || new) per sample; `old_log_std` is the Gaussian's log-std at collection."""
@@ -74,7 +79,12 @@ class Policy(tf.Module):
             old_logp = tf.nn.log_softmax(old_params)
             return tf.reduce_sum(tf.exp(old_logp) * (old_logp - tf.nn.log_softmax(params)), axis=-1)
         var_old, var_new = tf.exp(2.0 * old_log_std), tf.exp(2.0 * self.log_std)
-        terms = self.log_std - old_log_std + (var_old + tf.square(old_params - params)) / (2.0 * var_new) - 0.5
+        terms = (
+            self.log_std
+            - old_log_std
+            + (var_old + tf.square(old_params - params)) / (2.0 * var_new)
+            - 0.5
+        )
         return tf.reduce_sum(terms, axis=-1)
 
     def sample(self, params, seed):

@@ -22,7 +22,11 @@ class RunningMeanStd(tf.Module):
         b_count = tf.cast(tf.shape(batch)[0], tf.float64)
         delta = b_mean - self.mean
         total = self.count + b_count
-        m2 = self.var * self.count + b_var * b_count + tf.square(delta) * self.count * b_count / total
+        m2 = (
+            self.var * self.count
+            + b_var * b_count
+            + tf.square(delta) * self.count * b_count / total
+        )
         return tf.group(
             self.mean.assign_add(delta * b_count / total),
             self.var.assign(m2 / total),

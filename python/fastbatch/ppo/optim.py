@@ -28,9 +28,18 @@ class Adam(tf.Module):
         t = self.t.assign_add(1.0)
         b1, b2, eps = 0.9, 0.999, 1e-5
         b1_power, b2_power = tf.pow(b1, t), tf.pow(b2, t)
-        for var, g, m, v in zip(self.variables_, grads, self.m, self.v):
+        for var, g, m, v in zip(self.variables_, grads, self.m, self.v, strict=True):
             tf.raw_ops.ResourceApplyAdam(
-                var=var.handle, m=m.handle, v=v.handle, beta1_power=b1_power, beta2_power=b2_power,
-                lr=self.lr, beta1=b1, beta2=b2, epsilon=eps, grad=g, use_locking=False,
+                var=var.handle,
+                m=m.handle,
+                v=v.handle,
+                beta1_power=b1_power,
+                beta2_power=b2_power,
+                lr=self.lr,
+                beta1=b1,
+                beta2=b2,
+                epsilon=eps,
+                grad=g,
+                use_locking=False,
             )
         return norm

@@ -88,7 +88,11 @@ class Rollout:
         if self._binding is not None:
             b = self._binding
             return self._op.fastbatch_rollout_step(
-                t, env_action, step_fn=b.step_fn, error_fn=b.error_fn, context=b.context,
+                t,
+                env_action,
+                step_fn=b.step_fn,
+                error_fn=b.error_fn,
+                context=b.context,
                 obs_shape=self.obs_shape,
             )
         next_obs = tf.numpy_function(self._host_step, [t, env_action], tf.float32, stateful=True)

@@ -42,8 +42,18 @@ def build() -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".so", delete=False) as tmp:
         partial = Path(tmp.name)
-    cmd = [compiler, "-std=c++17", "-O2", "-shared", "-fPIC", str(_SOURCE), "-o", str(partial),
-           *tf.sysconfig.get_compile_flags(), *tf.sysconfig.get_link_flags()]
+    cmd = [
+        compiler,
+        "-std=c++17",
+        "-O2",
+        "-shared",
+        "-fPIC",
+        str(_SOURCE),
+        "-o",
+        str(partial),
+        *tf.sysconfig.get_compile_flags(),
+        *tf.sysconfig.get_link_flags(),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         partial.unlink(missing_ok=True)
@@ -59,8 +69,11 @@ def load():
     if "op" not in _loaded:
         try:
             _loaded["op"] = tf.load_op_library(str(build()))
-        except Exception as exc:  # noqa: BLE001 - the numpy_function path still works
-            _LOG.warning("fastbatch: the TensorFlow rollout op is unavailable (%s); stepping envs "
-                         "through tf.numpy_function instead", exc)
+        except Exception as exc:  # the numpy_function path still works
+            _LOG.warning(
+                "fastbatch: the TensorFlow rollout op is unavailable (%s); stepping envs "
+                "through tf.numpy_function instead",
+                exc,
+            )
             _loaded["op"] = None
     return _loaded["op"]

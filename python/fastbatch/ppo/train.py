@@ -27,7 +27,10 @@ from .config import PPOConfig
 
 
 def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = None):
-    kwargs: dict[str, Any] = {"autoreset_mode": "same_step", "seed": config.seed if seed is None else seed}
+    kwargs: dict[str, Any] = {
+        "autoreset_mode": "same_step",
+        "seed": config.seed if seed is None else seed,
+    }
     if config.backend is not None:
         kwargs["backend"] = config.backend
     native = config.backend == "native" or (config.backend is None and REGISTRY.has(config.env_id))
@@ -36,7 +39,9 @@ def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = 
     workers = config.num_workers if config.num_workers is not None else (1 if native else None)
     if workers is not None:
         kwargs["num_workers"] = workers
-    return fastbatch.make(config.env_id, config.num_envs if num_envs is None else num_envs, **kwargs)
+    return fastbatch.make(
+        config.env_id, config.num_envs if num_envs is None else num_envs, **kwargs
+    )
 
 
 def check_compatible(config: PPOConfig, env) -> None:
@@ -55,7 +60,9 @@ class _Progress:
             try:
                 from tqdm.auto import tqdm
 
-                self.bar = tqdm(total=total, initial=initial, unit="step", unit_scale=True, dynamic_ncols=True)
+                self.bar = tqdm(
+                    total=total, initial=initial, unit="step", unit_scale=True, dynamic_ncols=True
+                )
             except ImportError:
                 pass
 
@@ -90,7 +97,11 @@ class PolicyExport(tf.Module):
             action = self.policy.mode(params)
             return action if low is None else tf.clip_by_value(action, low, high)
 
-        self.serve = tf.function(serve, autograph=False, input_signature=[tf.TensorSpec([None, agent.obs_size], tf.float32)])
+        self.serve = tf.function(
+            serve,
+            autograph=False,
+            input_signature=[tf.TensorSpec([None, agent.obs_size], tf.float32)],
+        )
 
 
 def train(
@@ -119,8 +130,10 @@ def train(
     else:
         config_file.write_text(config.to_json())
     tf.random.set_seed(config.seed)
-    for threads, setter in ((config.tf_inter_op_threads, tf.config.threading.set_inter_op_parallelism_threads),
-                            (config.tf_intra_op_threads, tf.config.threading.set_intra_op_parallelism_threads)):
+    for threads, setter in (
+        (config.tf_inter_op_threads, tf.config.threading.set_inter_op_parallelism_threads),
+        (config.tf_intra_op_threads, tf.config.threading.set_intra_op_parallelism_threads),
+    ):
         if threads:
             try:
                 setter(threads)
@@ -161,16 +174,25 @@ def train(
             window = agent.rollout.episode_returns[-config.return_window :]
             mean_return = float(np.mean(window)) if window else float("nan")
             seconds = elapsed_before + time.perf_counter() - start
-            metrics.update({
-                "sps": steps_per_update / (t2 - t0), "sps/collect": steps_per_update / (t1 - t0),
-                "episode/return": mean_return,
-                "episode/length": float(np.mean(agent.rollout.episode_lengths[-config.return_window :])) if window else float("nan"),
-            })
+            metrics.update(
+                {
+                    "sps": steps_per_update / (t2 - t0),
+                    "sps/collect": steps_per_update / (t1 - t0),
+                    "episode/return": mean_return,
+                    "episode/length": float(
+                        np.mean(agent.rollout.episode_lengths[-config.return_window :])
+                    )
+                    if window
+                    else float("nan"),
+                }
+            )
             summaries(env_steps, metrics)
             curve.writerow([env_steps, f"{seconds:.3f}", f"{mean_return:.4f}"])
             bar.update(steps_per_update, ret=f"{mean_return:.1f}", sps=f"{metrics['sps']:.0f}")
             if config.anneal_lr:
-                agent.optimizer.lr.assign(config.learning_rate * (1.0 - done_updates / total_updates))
+                agent.optimizer.lr.assign(
+                    config.learning_rate * (1.0 - done_updates / total_updates)
+                )
             if done_updates % config.checkpoint_every == 0 or done_updates == total_updates:
                 manager.save(checkpoint_number=done_updates)
     finally:
@@ -178,7 +200,9 @@ def train(
         summaries.close()
         curve_out.close()
     result = {
-        "env_id": config.env_id, "updates": done_updates, "env_steps": int(agent.env_steps.numpy()),
+        "env_id": config.env_id,
+        "updates": done_updates,
+        "env_steps": int(agent.env_steps.numpy()),
         "seconds": elapsed_before + time.perf_counter() - start,
         "train_return": metrics.get("episode/return", float("nan")),
     }
@@ -205,15 +229,25 @@ class _SummaryWriter:
         self._writer = EventFileWriter(str(logdir))
 
     def __call__(self, step: int, metrics: dict[str, float]) -> None:
-        values = [self._summary.Value(tag=k, simple_value=v) for k, v in metrics.items() if not math.isnan(v)]
-        self._writer.add_event(self._event(summary=self._summary(value=values), step=step, wall_time=time.time()))
+        values = [
+            self._summary.Value(tag=k, simple_value=v)
+            for k, v in metrics.items()
+            if not math.isnan(v)
+        ]
+        self._writer.add_event(
+            self._event(summary=self._summary(value=values), step=step, wall_time=time.time())
+        )
 
     def close(self) -> None:
         self._writer.close()
 
 
 def _elapsed(logdir: Path) -> float:
-    rows = (logdir / "progress.csv").read_text().strip().splitlines() if (logdir / "progress.csv").exists() else []
+    rows = (
+        (logdir / "progress.csv").read_text().strip().splitlines()
+        if (logdir / "progress.csv").exists()
+        else []
+    )
     return float(rows[-1].split(",")[1]) if rows else 0.0
 
 
@@ -221,7 +255,9 @@ def evaluate_agent(agent: Agent, config: PPOConfig, episodes: int | None = None)
     """Mean return of deterministic actions over `episodes` episodes on fresh envs."""
     episodes = episodes or config.eval_episodes
     env = make_env(config, num_envs=min(episodes, 16), seed=config.seed + 10_000)
-    returns = run_episodes(env, lambda obs: agent.act(tf.constant(obs, tf.float32)).numpy(), episodes)
+    returns = run_episodes(
+        env, lambda obs: agent.act(tf.constant(obs, tf.float32)).numpy(), episodes
+    )
     env.close()
     return float(np.mean(returns))
 
@@ -260,11 +296,15 @@ def plot_curve(csv_file: Path, png: Path, config: PPOConfig) -> None:
     plt.close(fig)
 
 
-def evaluate_saved(path: str | Path, env_id: str, episodes: int, seed: int = 0, **make_kwargs) -> list[float]:
+def evaluate_saved(
+    path: str | Path, env_id: str, episodes: int, seed: int = 0, **make_kwargs
+) -> list[float]:
     """Plays `episodes` episodes of `env_id` with a SavedModel exported by `train`."""
     model = tf.saved_model.load(str(path))
     serve = model.signatures["serving_default"]
-    env = fastbatch.make(env_id, min(episodes, 16), seed=seed, autoreset_mode="same_step", **make_kwargs)
+    env = fastbatch.make(
+        env_id, min(episodes, 16), seed=seed, autoreset_mode="same_step", **make_kwargs
+    )
 
     def policy(obs):
         out = serve(obs=tf.constant(obs, tf.float32))
