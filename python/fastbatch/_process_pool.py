@@ -31,28 +31,11 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
-from fastbatch import _core
+from fastbatch import _core, _shm
 from fastbatch._args import NEXT_STEP, SAME_STEP
 from fastbatch._infos import block_info, merge_block_info
 from fastbatch._process_block import Block, env_spaces
-from fastbatch._shm import (
-    DONE_SEQ,
-    ENDED,
-    HAS_INFO,
-    INFO_PIPE,
-    INFO_SHARED,
-    LINE,
-    OP,
-    OP_CLOSE,
-    OP_RESET,
-    OP_RESET_PENDING,
-    OP_STEP,
-    STATUS,
-    STATUS_ERROR,
-    Layout,
-    decode_info,
-    word_address,
-)
+from fastbatch._shm import Layout
 from fastbatch.errors import EnvError, WorkerDiedError
 
 __all__ = ["SetState", "WorkerSet"]
@@ -60,7 +43,7 @@ __all__ = ["SetState", "WorkerSet"]
 # The parent waits for its workers the way workers wait for it: yield-spin for about a
 # millisecond, then sleep on the futex.
 WAIT_SPIN_US = 1000.0
-WORDS_PER_LINE = LINE // 4  # control words per worker line
+WORDS_PER_LINE = _shm.LINE // 4  # control words per worker line
 
 
 class SetState(enum.Enum):
@@ -106,7 +89,7 @@ class WorkerSet:
         self.restarts = 0  # worker processes replaced so far
         self.replaced_this_call: set[int] = set()  # workers replaced during the call in progress
         self.uncollected: set[int] = set()  # sent a command whose results were not read
-        self.op = OP_STEP  # the operation of the call in progress
+        self.op = _shm.OP_STEP  # the operation of the call in progress
         self.processes: list[subprocess.Popen | None] = [None] * num_workers
         self.connections: list[Connection | None] = [None] * num_workers
         self.local_block: Block | None = None
@@ -169,8 +152,8 @@ class WorkerSet:
         # The control words as a flat memoryview: item access is several times cheaper than
         # numpy scalar indexing, and the step path reads a handful of them per worker.
         self._control = memoryview(control).cast("B").cast("I")
-        self._command_address = [word_address(control, w, 0) for w in range(self.num_workers)]
-        self._counter_address = word_address(control, self.num_workers, 0)
+        self._command_address = [_shm.word_address(control, w, 0) for w in range(self.num_workers)]
+        self._counter_address = _shm.word_address(control, self.num_workers, 0)
         self.state = SetState.RUNNING
 
     def _spawn(self, w: int) -> None:
@@ -220,7 +203,7 @@ class WorkerSet:
         control = self._control
         self.uncollected.update(workers)
         for w in workers:
-            control[w * WORDS_PER_LINE + OP] = op
+            control[w * WORDS_PER_LINE + _shm.OP] = op
             self._command_seq[w] = (self._command_seq[w] + 1) & 0xFFFFFFFF
             _core._store_word(self._command_address[w], self._command_seq[w])
 
@@ -233,7 +216,7 @@ class WorkerSet:
         if self.local_block is not None and 0 in workers:
             block = self.local_block
             try:
-                entries, ended = block.step() if op == OP_STEP else block.reset()
+                entries, ended = block.step() if op == _shm.OP_STEP else block.reset()
                 # Merged now, while the worker processes may still be stepping.
                 infos = (
                     block_info(entries, self.views, block.first, len(block.envs))
@@ -274,7 +257,7 @@ class WorkerSet:
         )
 
     def is_done(self, w: int) -> bool:
-        return self._control[w * WORDS_PER_LINE + DONE_SEQ] == self._command_seq[w]
+        return self._control[w * WORDS_PER_LINE + _shm.DONE_SEQ] == self._command_seq[w]
 
     def settle(self, in_flight: list[int]) -> None:
         """Before a new command: finishes and discards any command a Ctrl-C left uncollected
@@ -311,15 +294,15 @@ class WorkerSet:
                 error = error or local_error
             else:
                 line = w * WORDS_PER_LINE
-                ended += control[line + ENDED]
-                if control[line + STATUS] == STATUS_ERROR:
+                ended += control[line + _shm.ENDED]
+                if control[line + _shm.STATUS] == _shm.STATUS_ERROR:
                     _, index, text = self.connections[w].recv()
                     error = error or (index, text)
-                where = control[line + HAS_INFO]
-                if where == INFO_SHARED:
-                    block = decode_info(self.views["info_area"][w])
+                where = control[line + _shm.HAS_INFO]
+                if where == _shm.INFO_SHARED:
+                    block = _shm.decode_info(self.views["info_area"][w])
                 else:
-                    block = self.connections[w].recv()[1] if where == INFO_PIPE else None
+                    block = self.connections[w].recv()[1] if where == _shm.INFO_PIPE else None
             if w in self.replaced_this_call:
                 block = self._replaced_rows(w, block)
             if block:
@@ -372,10 +355,10 @@ class WorkerSet:
             self._expect(w, "attached")
             v = self.views
             v["reset_mask"][block.start : block.stop] = True
-            if self.op != OP_RESET:  # a reset() in progress keeps the seeds it was given
+            if self.op != _shm.OP_RESET:  # a reset() in progress keeps the seeds it was given
                 v["seed_set"][block.start : block.stop] = False
-            pending = self.op == OP_STEP and self.mode_code == NEXT_STEP
-            self.dispatch(OP_RESET_PENDING if pending else OP_RESET, [w])
+            pending = self.op == _shm.OP_STEP and self.mode_code == NEXT_STEP
+            self.dispatch(_shm.OP_RESET_PENDING if pending else _shm.OP_RESET, [w])
             self.wait_for([w])
         except KeyboardInterrupt:  # the replacement is half built: close, let Ctrl-C through
             self.on_fatal()
@@ -401,7 +384,7 @@ class WorkerSet:
         rows = self.block(w)
         first, last = rows.start, rows.stop
         v = self.views
-        stepped = self.op == OP_STEP
+        stepped = self.op == _shm.OP_STEP
         same_step = self.mode_code == SAME_STEP
         if stepped:
             v["reward"][first:last] = 0.0
@@ -429,7 +412,7 @@ class WorkerSet:
         live = [w for w, p in enumerate(self.processes) if p is not None and p.poll() is None]
         if self._control is not None and live:
             try:
-                self.dispatch(OP_CLOSE, live)
+                self.dispatch(_shm.OP_CLOSE, live)
             except Exception:  # closing must go on
                 pass
         deadline = time.monotonic() + 2.0
