@@ -10,18 +10,15 @@ import textwrap
 import threading
 import time
 
-import cloudpickle
 import fastbatch
 import gymnasium
 import numpy as np
-import process_envs
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from process_envs import LegacyEnv, ScriptedEnv
-
-cloudpickle.register_pickle_by_value(process_envs)  # workers cannot import the tests folder
+from tests import envs as process_envs
+from tests.envs import LegacyEnv, ScriptedEnv
 
 
 def scripted(n, length=5, **kwargs):

@@ -13,7 +13,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers import TimeLimit
 
 import fastbatch
-from conftest import CounterEnv
+from tests.envs import CounterEnv
 
 ENV_IDS = fastbatch.list_envs()
 
