@@ -200,7 +200,18 @@ class WholeBatch(gymnasium.vector.VectorWrapper):
 
     def step(self, actions):
         self.env.send(actions, np.arange(self.num_envs))
-        parts = [self.env.recv() for _ in range(self.num_envs // self.env.batch_size)]
+        parts, error = [], None
+        for _ in range(self.num_envs // self.env.batch_size):
+            try:
+                parts.append(self.env.recv())
+            except fastbatch.EnvError as exc:  # the rest is received first, as AsyncVectorEnv does
+                error = error or exc
+            except RuntimeError:
+                if error is None:
+                    raise
+                break  # refused after the env error: the rest stays in flight until reset()
+        if error is not None:
+            raise error
         return gather(parts, self.num_envs)
 
 

@@ -9,37 +9,12 @@ import time
 import gymnasium
 import numpy as np
 import pytest
-from gymnasium.vector import AutoresetMode, SyncVectorEnv
-from gymnasium.wrappers import TimeLimit
+from gymnasium.vector import AutoresetMode
 
 import fastbatch
-from tests.envs import CounterEnv
+from tests.envs import assert_same, random_actions, rollout
 
 ENV_IDS = fastbatch.list_envs()
-
-
-def random_actions(env, rng):
-    space = env.single_action_space
-    if isinstance(space, gymnasium.spaces.Discrete):
-        return rng.integers(space.n, size=env.num_envs)
-    return rng.uniform(space.low, space.high, size=(env.num_envs, *space.shape)).astype(space.dtype)
-
-
-def rollout(env, steps, seed, action_seed=0):
-    rng = np.random.default_rng(action_seed)
-    obs, _ = env.reset(seed=seed)
-    out = [obs.copy()]
-    for _ in range(steps):
-        obs, reward, terminated, truncated, _ = env.step(random_actions(env, rng))
-        out += [obs.copy(), reward.copy(), terminated.copy(), truncated.copy()]
-    return out
-
-
-def assert_same(a, b):
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        np.testing.assert_array_equal(x, y)
-        assert x.tobytes() == y.tobytes()
 
 
 # ---------------------------------------------------------------------------- package
@@ -137,183 +112,6 @@ def test_results_are_identical_for_any_num_threads(env_id):
         assert_same(runs[0], other)
 
 
-def test_env_i_is_seeded_with_seed_plus_i():
-    batch = fastbatch.make("CartPole-v1", num_envs=4)
-    batch_obs, _ = batch.reset(seed=100)
-    for i in range(4):
-        single = fastbatch.make("CartPole-v1", num_envs=1)
-        obs, _ = single.reset(seed=100 + i)
-        np.testing.assert_array_equal(obs[0], batch_obs[i])
-
-
-def test_reset_seed_reseeds_and_unseeded_reset_continues():
-    env = fastbatch.make("CartPole-v1", num_envs=3)
-    first, _ = env.reset(seed=5)
-    first = first.copy()
-    again, _ = env.reset(seed=5)
-    np.testing.assert_array_equal(first, again)
-    following, _ = env.reset()
-    assert not np.array_equal(first, following)
-    seeded_at_make = fastbatch.make("CartPole-v1", num_envs=3, seed=5)
-    np.testing.assert_array_equal(seeded_at_make.reset()[0], first)
-
-
-def test_seed_list_with_none_keeps_that_envs_generator():
-    env = fastbatch.make("CartPole-v1", num_envs=2)
-    env.reset(seed=[1, 2])
-    obs, _ = env.reset(seed=[1, None])
-    ref = fastbatch.make("CartPole-v1", num_envs=1)
-    np.testing.assert_array_equal(obs[0], ref.reset(seed=1)[0][0])
-
-
-# ---------------------------------------------------------------------------- reset mask
-def test_reset_mask_resets_only_masked_envs():
-    env = fastbatch.make("CartPole-v1", num_envs=4, seed=0)
-    env.reset()
-    for _ in range(5):
-        obs, *_ = env.step(np.ones(4, dtype=np.int64))
-    before = obs.copy()
-    mask = np.array([True, False, True, False])
-    after, info = env.reset(options={"reset_mask": mask})
-    assert info == {}
-    np.testing.assert_array_equal(after[~mask], before[~mask])
-    assert not np.array_equal(after[mask], before[mask])
-    assert np.all(np.abs(after[mask]) <= 0.05)
-
-
-@pytest.mark.parametrize(
-    "mask, error, match",
-    [
-        ([True, False], TypeError, "numpy array"),
-        (np.array([1, 0]), TypeError, "dtype bool"),
-        (np.array([True, False, True]), ValueError, "shape"),
-        (np.array([False, False]), ValueError, "at least one True"),
-    ],
-)
-def test_bad_reset_masks_are_refused(mask, error, match):
-    env = fastbatch.make("CartPole-v1", num_envs=2, seed=0)
-    env.reset()
-    with pytest.raises(error, match=match):
-        env.reset(options={"reset_mask": mask})
-
-
-def test_unknown_reset_options_are_refused():
-    env = fastbatch.make("CartPole-v1", num_envs=2)
-    with pytest.raises(ValueError, match="unsupported reset option"):
-        env.reset(options={"low": -0.1})
-
-
-# ---------------------------------------------------------------------------- autoreset
-def _twin_envs(mode, num_envs, max_steps):
-    native = fastbatch.make(
-        "_TestCounter-v0", num_envs=num_envs, autoreset_mode=mode, max_episode_steps=max_steps, num_threads=2
-    )
-    reference = SyncVectorEnv(
-        [lambda: TimeLimit(CounterEnv(), max_steps) for _ in range(num_envs)], autoreset_mode=mode
-    )
-    return native, reference
-
-
-def _assert_infos_equal(native_info, ref_info):
-    assert set(native_info) == set(ref_info), (native_info.keys(), ref_info.keys())
-    for key, value in ref_info.items():
-        if key == "final_obs":
-            for a, b in zip(native_info[key], value):
-                if b is None:
-                    assert a is None
-                else:
-                    np.testing.assert_array_equal(a, b)
-        elif isinstance(value, dict):
-            _assert_infos_equal(native_info[key], value)
-        else:
-            np.testing.assert_array_equal(native_info[key], value)
-
-
-@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
-def test_autoreset_matches_gymnasium_sync_vector_env(mode):
-    native, reference = _twin_envs(mode, num_envs=5, max_steps=6)
-    native_obs, _ = native.reset(seed=0)
-    ref_obs, _ = reference.reset(seed=0)
-    np.testing.assert_array_equal(native_obs, ref_obs)
-    rng = np.random.default_rng(0)
-    ends = 0
-    for _ in range(300):
-        actions = rng.choice(4, size=5, p=[0.3, 0.3, 0.3, 0.1])
-        n_obs, n_rew, n_term, n_trunc, n_info = native.step(actions)
-        r_obs, r_rew, r_term, r_trunc, r_info = reference.step(actions)
-        np.testing.assert_array_equal(n_obs, r_obs)
-        np.testing.assert_array_equal(n_rew, r_rew)
-        np.testing.assert_array_equal(n_term, r_term)
-        np.testing.assert_array_equal(n_trunc, r_trunc)
-        n_info = {k: v for k, v in n_info.items() if k not in ("episode", "_episode")}
-        _assert_infos_equal(n_info, r_info)
-        ends += int(np.sum(r_term | r_trunc))
-    assert ends > 50
-
-
-def test_disabled_autoreset_needs_an_explicit_masked_reset():
-    native, reference = _twin_envs(AutoresetMode.DISABLED, num_envs=3, max_steps=4)
-    native.reset(seed=0)
-    reference.reset(seed=0)
-    actions = np.array([0, 3, 1])
-    for _ in range(4):
-        n = native.step(actions)
-        r = reference.step(actions)
-        for a, b in zip(n[:4], r[:4]):
-            np.testing.assert_array_equal(a, b)
-        done = n[2] | n[3]
-        if done.any():
-            with pytest.raises(ValueError, match="autoreset is disabled"):
-                native.step(actions)
-            n_obs, _ = native.reset(options={"reset_mask": done})
-            r_obs, _ = reference.reset(options={"reset_mask": done.copy()})
-            np.testing.assert_array_equal(n_obs, r_obs)
-        actions = np.array([0, 1, 1])
-
-
-@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
-def test_episode_statistics_match_gymnasiums_wrapper(mode):
-    from gymnasium.wrappers.vector import RecordEpisodeStatistics
-
-    native, reference = _twin_envs(mode, num_envs=4, max_steps=9)
-    reference = RecordEpisodeStatistics(reference)
-    native.reset(seed=0)
-    reference.reset(seed=0)
-    rng = np.random.default_rng(1)
-    seen = 0
-    for _ in range(200):
-        actions = rng.choice(4, size=4, p=[0.3, 0.3, 0.3, 0.1])
-        n_info = native.step(actions)[4]
-        r_info = reference.step(actions)[4]
-        assert ("episode" in n_info) == ("episode" in r_info)
-        if "episode" in r_info:
-            seen += 1
-            np.testing.assert_array_equal(n_info["_episode"], r_info["_episode"])
-            np.testing.assert_array_equal(n_info["episode"]["r"], r_info["episode"]["r"])
-            np.testing.assert_array_equal(n_info["episode"]["l"], r_info["episode"]["l"])
-            assert np.all(n_info["episode"]["t"][n_info["_episode"]] >= 0)
-    assert seen > 20
-
-
-def test_gymnasium_vector_wrappers_work_on_top():
-    from gymnasium.wrappers.vector import (
-        ClipAction,
-        NormalizeObservation,
-        NormalizeReward,
-        RecordEpisodeStatistics,
-    )
-
-    env = fastbatch.make("Pendulum-v1", num_envs=4, seed=0, stats_key=None)
-    env = RecordEpisodeStatistics(NormalizeReward(NormalizeObservation(ClipAction(env))))
-    env.reset(seed=0)
-    episodes = 0
-    for _ in range(450):
-        obs, reward, terminated, truncated, info = env.step(np.full((4, 1), 5.0, np.float32))
-        assert obs.shape == (4, 3) and np.all(np.isfinite(obs))
-        episodes += int(np.sum(info.get("_episode", 0)))
-    assert episodes == 8  # Pendulum truncates every 200 steps; one step each for the autoresets
-
-
 # ---------------------------------------------------------------------------- buffers
 def _aligned(a):
     return a.ctypes.data % 64 == 0
@@ -386,42 +184,6 @@ def test_step_into_checks_alignment_dtype_and_shape():
 
 
 # ---------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize(
-    "env_id, actions, error, match",
-    [
-        ("CartPole-v1", np.zeros(3, dtype=np.int64), ValueError, r"shape \(4,\)"),
-        ("CartPole-v1", np.zeros((4, 1), dtype=np.int64), ValueError, "shape"),
-        ("CartPole-v1", np.zeros(4, dtype=np.float32), TypeError, "integers"),
-        ("CartPole-v1", np.array([0, 1, 2, 0]), ValueError, r"action 2 for env 2 is outside Discrete\(2\)"),
-        ("CartPole-v1", np.array([0, -1, 0, 0]), ValueError, "outside"),
-        ("CartPole-v1", "left", TypeError, "integers"),
-        ("Pendulum-v1", np.zeros(4, dtype=np.float32), ValueError, r"shape \(4, 1\)"),
-        ("Pendulum-v1", np.array([[0.0], [np.nan], [0.0], [0.0]], np.float32), ValueError, "env 1 is NaN"),
-        ("Pendulum-v1", np.zeros((4, 1), dtype=np.complex64), TypeError, "real numbers"),
-    ],
-)
-def test_bad_actions_raise_clear_errors(env_id, actions, error, match):
-    env = fastbatch.make(env_id, num_envs=4, seed=0)
-    env.reset()
-    with pytest.raises(error, match=match):
-        env.step(actions)
-    env.step(random_actions(env, np.random.default_rng(0)))  # still usable
-
-
-def test_continuous_actions_outside_the_bounds_are_clipped_like_gymnasium():
-    env = fastbatch.make("Pendulum-v1", num_envs=2, seed=0)
-    clipped = fastbatch.make("Pendulum-v1", num_envs=2, seed=0)
-    env.reset()
-    clipped.reset()
-    big = env.step(np.array([[50.0], [-np.inf]], np.float64))[0]
-    ref = clipped.step(np.array([[2.0], [-2.0]], np.float32))[0]
-    np.testing.assert_array_equal(big, ref)
-
-
-def test_list_actions_are_accepted():
-    env = fastbatch.make("CartPole-v1", num_envs=2, seed=0)
-    env.reset()
-    env.step([0, 1])
 
 
 @pytest.mark.parametrize(
@@ -445,60 +207,6 @@ def test_bad_make_arguments_raise_clear_errors(kwargs, error, match):
 
 def test_unknown_env_error_is_a_value_error():
     assert issubclass(fastbatch.UnknownEnvError, ValueError)
-
-
-@pytest.mark.parametrize("seed", [-1, 2**64, 1.5, "7"])
-def test_bad_seeds_are_refused(seed):
-    env = fastbatch.make("CartPole-v1", num_envs=2)
-    with pytest.raises((ValueError, TypeError), match="seed"):
-        env.reset(seed=seed)
-
-
-def test_step_before_reset_and_after_close_raise():
-    env = fastbatch.make("CartPole-v1", num_envs=2)
-    with pytest.raises(RuntimeError, match="reset"):
-        env.step(np.zeros(2, dtype=np.int64))
-    env.reset()
-    env.close()
-    env.close()  # idempotent
-    assert env.closed
-    with pytest.raises(fastbatch.ClosedEnvError, match="closed"):
-        env.step(np.zeros(2, dtype=np.int64))
-    with pytest.raises(fastbatch.ClosedEnvError, match="closed"):
-        env.reset()
-
-
-# ---------------------------------------------------------------------------- env errors
-def test_an_exception_in_an_env_names_the_env_and_the_pool_stays_usable():
-    env = fastbatch.make("_TestCounter-v0", num_envs=6, num_threads=3, throw_at_step=3)
-    env.reset(seed=0)
-    actions = np.zeros(6, dtype=np.int64)
-    env.step(actions)
-    env.step(actions)
-    with pytest.raises(fastbatch.EnvError, match="env 0: test env: step 3 failed") as caught:
-        env.step(actions)
-    assert caught.value.env_index == 0
-    assert isinstance(caught.value, RuntimeError)
-    with pytest.raises(RuntimeError, match="call reset"):
-        env.step(actions)
-    with pytest.raises(RuntimeError, match="without a mask"):
-        env.reset(options={"reset_mask": np.ones(6, dtype=bool)})
-    obs, _ = env.reset()
-    np.testing.assert_array_equal(obs, np.zeros((6, 2), np.float32))
-    env.step(actions)
-
-
-def test_an_exception_in_reset_is_reported():
-    env = fastbatch.make("_TestCounter-v0", num_envs=4, throw_at_reset=2, num_threads=2)
-    env.reset()
-    with pytest.raises(fastbatch.EnvError, match="reset number 2 failed"):
-        env.reset()
-
-
-@pytest.mark.parametrize("name", ["same_step", "SameStep", "SAME_STEP"])
-def test_autoreset_mode_strings(name):
-    env = fastbatch.make("CartPole-v1", num_envs=2, autoreset_mode=name)
-    assert env.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
 
 
 # ---------------------------------------------------------------------------- threads
