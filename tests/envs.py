@@ -359,3 +359,12 @@ def assert_infos_equal(info: dict[str, Any], reference: dict[str, Any]) -> None:
             assert_infos_equal(info[key], value)
         else:
             np.testing.assert_array_equal(info[key], value)
+
+
+def raised_by(call: Callable[[Any], Any], env) -> tuple[type, str] | None:
+    """The type and text of what `call(env)` raised (None: nothing was raised)."""
+    try:
+        call(env)
+    except Exception as exc:  # noqa: BLE001 - what was raised is the result
+        return type(exc), str(exc)
+    return None

@@ -14,7 +14,7 @@ from gymnasium.wrappers import TimeLimit
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 import fastbatch
-from tests.envs import COUNTER, CounterEnv, assert_infos_equal, random_actions
+from tests.envs import COUNTER, CounterEnv, assert_infos_equal, raised_by, random_actions
 
 
 # ---------------------------------------------------------------------------- seeding
@@ -386,18 +386,10 @@ SAME_ERROR = {
 }
 
 
-def _raised(env, call) -> tuple[type, str] | None:
-    try:
-        call(env)
-    except Exception as exc:  # noqa: BLE001 - what was raised is the result
-        return type(exc), str(exc)
-    return None
-
-
 @pytest.mark.parametrize("case", list(SAME_ERROR))
 def test_both_backends_raise_the_same_error_for_the_same_bad_input(all_backends, case):
     kwargs, state, call, error, message = SAME_ERROR[case]
-    raised = {name: _raised(state(all_backends[name].make(8, **kwargs)), call) for name in ("native", "process")}
+    raised = {name: raised_by(call, state(all_backends[name].make(8, **kwargs))) for name in ("native", "process")}
     assert raised["native"] == raised["process"]
     kind, text = raised["native"]
     assert issubclass(kind, error)

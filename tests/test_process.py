@@ -196,23 +196,6 @@ def test_ctrl_c_during_a_step_leaves_the_env_usable(python_sigint):
     local.close()
 
 
-def test_async_send_recv_works_on_whole_worker_blocks():
-    env = scripted(4, num_workers=2, batch_size=2)
-    env.reset(seed=0)
-    env.send(np.zeros(4, dtype=np.int64))
-    seen = []
-    for _ in range(6):
-        obs, reward, term, trunc, info = env.recv()
-        assert obs.shape == (2, 2)
-        seen.append(tuple(info["env_id"]))
-        env.send(np.zeros(2, dtype=np.int64), info["env_id"])
-    assert set(seen) == {(0, 1), (2, 3)}
-    with pytest.raises(fastbatch.AsyncStateError):
-        env.send(np.zeros(2, dtype=np.int64), info["env_id"])
-    with pytest.raises(ValueError, match="whole worker blocks"):
-        env.close() or scripted(4, num_workers=2, batch_size=3)
-
-
 def test_legacy_spaces_are_converted():
     env = fastbatch.make(LegacyEnv, 2, backend="process", num_workers=1)
     assert isinstance(env.single_observation_space, gymnasium.spaces.Box)
