@@ -72,7 +72,7 @@ calls = st.lists(
 )
 def test_random_call_sequences_never_crash(env_id, num_envs, threads, async_mode, mode, sequence, data):
     batch = max(1, num_envs - 1) if async_mode else None
-    env = fastbatch.make(env_id, num_envs=num_envs, num_threads=threads, batch_size=batch, autoreset_mode=mode)
+    env = fastbatch.make(env_id, num_envs=num_envs, num_workers=threads, batch_size=batch, autoreset_mode=mode)
     rng = np.random.default_rng(0)
     rows = num_envs
     for name, arg in sequence:
@@ -114,7 +114,7 @@ def test_random_call_sequences_never_crash(env_id, num_envs, threads, async_mode
        env_id=st.sampled_from(ENV_IDS + ["nope", "fastbatch/CartPole-v1"]))
 def test_random_make_arguments(num_envs, threads, steps, batch, env_id):
     try:
-        env = fastbatch.make(env_id, num_envs=num_envs, num_threads=threads, max_episode_steps=steps,
+        env = fastbatch.make(env_id, num_envs=num_envs, num_workers=threads, max_episode_steps=steps,
                              batch_size=batch, backend="native")
     except (TypeError, ValueError):
         return

@@ -92,7 +92,7 @@ CASES = {
 @pytest.mark.parametrize("env_id", sorted(CASES))
 def test_lockstep_with_gymnasium(env_id, seed):
     case = CASES[env_id]
-    native = fastbatch.make(env_id, num_envs=NUM_ENVS, num_threads=2)
+    native = fastbatch.make(env_id, num_envs=NUM_ENVS, num_workers=2)
     refs = [gymnasium.make(env_id, disable_env_checker=True) for _ in range(NUM_ENVS)]
     rng = np.random.default_rng(1000 + seed)
 

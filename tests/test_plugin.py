@@ -152,7 +152,7 @@ def test_bad_sources_raise_clear_errors(tmp_path):
 
 def test_a_plugin_exception_propagates_like_a_builtins(faulty):
     fastbatch.register_native_env("Throwing-v0", faulty(4), replace=True)
-    env = fastbatch.make("Throwing-v0", num_envs=8, num_threads=2)
+    env = fastbatch.make("Throwing-v0", num_envs=8, num_workers=2)
     env.reset(seed=0)
     env.step(np.zeros(8, dtype=np.int64))
     actions = np.zeros(8, dtype=np.int64)

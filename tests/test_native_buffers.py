@@ -1,9 +1,10 @@
-"""The native VectorEnv facade: gymnasium's vector contract, seeding, buffers and bad input."""
+"""What only the native backend does (the shared contract is in test_contract.py): its result
+buffers (slots, alignment, step_into), threads and num_workers, every built-in env's spaces and
+determinism, env parameters and make() arguments."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import threading
 import time
 
 import gymnasium
@@ -15,27 +16,6 @@ import fastbatch
 from tests.envs import assert_same, random_actions, rollout
 
 ENV_IDS = fastbatch.list_envs()
-
-
-# ---------------------------------------------------------------------------- package
-def test_list_envs_has_the_five_classic_control_envs():
-    assert ENV_IDS == [
-        "Acrobot-v1", "CartPole-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1",
-    ]
-
-
-def test_import_does_not_import_tensorflow():
-    code = "import sys, fastbatch; fastbatch.make('CartPole-v1', 2); print('tensorflow' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
-
-
-def test_public_headers_are_installed():
-    from pathlib import Path
-
-    include = Path(fastbatch.get_include())
-    assert (include / "fastbatch" / "env.h").is_file()
-    assert (include / "fastbatch" / "abi.h").is_file()
 
 
 # ---------------------------------------------------------------------------- API shape
@@ -68,18 +48,20 @@ def test_observations_stay_inside_the_declared_space(env_id):
         obs, *_ = env.step(random_actions(env, rng))
 
 
-def test_default_threads_never_exceed_num_envs():
-    assert fastbatch.make("CartPole-v1", num_envs=1).num_threads == 1
-    assert fastbatch.make("CartPole-v1", num_envs=64, num_threads=3).num_threads == 3
-    assert fastbatch.make("CartPole-v1", num_envs=2, num_threads=7).num_threads == 2
+def test_default_workers_never_exceed_num_envs():
+    assert fastbatch.make("CartPole-v1", num_envs=1).num_workers == 1
+    assert fastbatch.make("CartPole-v1", num_envs=64, num_workers=3).num_workers == 3
+    assert fastbatch.make("CartPole-v1", num_envs=2, num_workers=7).num_workers == 2
 
 
-def test_make_vec_through_the_gymnasium_registry():
-    env = gymnasium.make_vec("fastbatch/CartPole-v1", num_envs=4, vectorization_mode="vector_entry_point")
-    assert isinstance(env, fastbatch.NativeVectorEnv)
-    assert env.num_envs == 4
-    obs, _ = env.reset(seed=1)
-    assert obs.shape == (4, 4)
+def test_num_threads_still_works_and_is_deprecated():
+    with pytest.warns(DeprecationWarning, match="num_threads is deprecated; use num_workers"):
+        env = fastbatch.make("CartPole-v1", num_envs=4, num_threads=3)
+    assert env.num_workers == 3
+    with pytest.warns(DeprecationWarning):
+        assert env.num_threads == 3
+    env.reset(seed=0)
+    env.step(np.zeros(4, dtype=np.int64))
 
 
 def test_env_params_pass_through_and_unknown_ones_are_refused():
@@ -106,8 +88,8 @@ def test_same_seed_gives_bitwise_identical_trajectories(env_id):
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "Acrobot-v1"])
-def test_results_are_identical_for_any_num_threads(env_id):
-    runs = [rollout(fastbatch.make(env_id, num_envs=37, num_threads=t), 400, seed=11) for t in (1, 2, 3, 7)]
+def test_results_are_identical_for_any_num_workers(env_id):
+    runs = [rollout(fastbatch.make(env_id, num_envs=37, num_workers=w), 400, seed=11) for w in (1, 2, 3, 7)]
     for other in runs[1:]:
         assert_same(runs[0], other)
 
@@ -118,7 +100,7 @@ def _aligned(a):
 
 
 def test_returned_arrays_are_aligned_and_never_mutated_afterwards():
-    env = fastbatch.make("CartPole-v1", num_envs=33, seed=0, num_threads=2)
+    env = fastbatch.make("CartPole-v1", num_envs=33, seed=0, num_workers=2)
     obs, _ = env.reset()
     held = []
     rng = np.random.default_rng(0)
@@ -193,7 +175,7 @@ def test_step_into_checks_alignment_dtype_and_shape():
         ({"env_id": "CartPole-v1", "num_envs": 0}, ValueError, "num_envs must be a positive integer"),
         ({"env_id": "CartPole-v1", "num_envs": -3}, ValueError, "num_envs"),
         ({"env_id": "CartPole-v1", "num_envs": 2.5}, TypeError, "num_envs"),
-        ({"env_id": "CartPole-v1", "num_threads": 0}, ValueError, "num_threads"),
+        ({"env_id": "CartPole-v1", "num_workers": 0}, ValueError, "num_workers"),
         ({"env_id": "CartPole-v1", "autoreset_mode": "sometimes"}, ValueError, "autoreset_mode"),
         ({"env_id": "CartPole-v1", "max_episode_steps": -1}, ValueError, "max_episode_steps"),
         ({"env_id": 42}, TypeError, "env must be an env id, a factory or a list"),
@@ -205,15 +187,9 @@ def test_bad_make_arguments_raise_clear_errors(kwargs, error, match):
         fastbatch.make(env_id, **kwargs)
 
 
-def test_unknown_env_error_is_a_value_error():
-    assert issubclass(fastbatch.UnknownEnvError, ValueError)
-
-
 # ---------------------------------------------------------------------------- threads
 def test_concurrent_calls_from_two_threads_raise_instead_of_corrupting():
-    import threading
-
-    env = fastbatch.make("CartPole-v1", num_envs=4096, num_threads=2, seed=0)
+    env = fastbatch.make("CartPole-v1", num_envs=4096, num_workers=2, seed=0)
     env.reset()
     actions = np.zeros(4096, dtype=np.int64)
     errors, crashes = [], []
@@ -239,9 +215,7 @@ def test_concurrent_calls_from_two_threads_raise_instead_of_corrupting():
 
 
 def test_close_from_another_thread_while_stepping_is_clean():
-    import threading
-
-    env = fastbatch.make("Acrobot-v1", num_envs=2048, num_threads=2, seed=0)
+    env = fastbatch.make("Acrobot-v1", num_envs=2048, num_workers=2, seed=0)
     env.reset()
     stop = threading.Event()
     outcomes = []
