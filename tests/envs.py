@@ -12,13 +12,13 @@ import dataclasses
 import functools
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+import fastbatch
 import gymnasium
 import numpy as np
 from gymnasium.wrappers import TimeLimit
-
-import fastbatch
 
 COUNTER = "_TestCounter-v0"
 
@@ -60,7 +60,9 @@ class CounterEnv(gymnasium.Env):
         return obs, float(action), terminated, False, {}
 
 
-def counter_factory(max_episode_steps: int | None = None, **params: Any) -> Callable[[], gymnasium.Env]:
+def counter_factory(
+    max_episode_steps: int | None = None, **params: Any
+) -> Callable[[], gymnasium.Env]:
     """A picklable factory of `CounterEnv(**params)`, under a `TimeLimit` when
     `max_episode_steps` is positive (the native env's time limit)."""
     return functools.partial(_make_counter, max_episode_steps, params)
@@ -108,7 +110,12 @@ class LegacyBox:
     """Duck-typed stand-in for a legacy `gym.spaces.Box` (not a gymnasium space)."""
 
     def __init__(self, low, high, shape, dtype):
-        self.low, self.high, self.shape, self.dtype = np.full(shape, low), np.full(shape, high), shape, dtype
+        self.low, self.high, self.shape, self.dtype = (
+            np.full(shape, low),
+            np.full(shape, high),
+            shape,
+            dtype,
+        )
 
 
 class LegacyDiscrete:
@@ -156,10 +163,21 @@ class NumericInfoEnv(gymnasium.Env):
         self.t += 1
         info = {}
         if self.t % 3:
-            info = {"x": np.float64(self.t * 0.5), "n": self.t, "f32": np.float32(action[0]), "flag": self.t % 2 == 0}
+            info = {
+                "x": np.float64(self.t * 0.5),
+                "n": self.t,
+                "f32": np.float32(action[0]),
+                "flag": self.t % 2 == 0,
+            }
         if self.t % 5 == 0:
             info["vec"] = np.arange(2) * self.t
-        return np.array([self.t], dtype=np.float64), float(action[0]), self.t >= self.length, False, info
+        return (
+            np.array([self.t], dtype=np.float64),
+            float(action[0]),
+            self.t >= self.length,
+            False,
+            info,
+        )
 
 
 class RestartOnceEnv(ScriptedEnv):
@@ -228,7 +246,9 @@ def gather(parts: list[tuple], num_envs: int) -> tuple:
     return (*arrays, info)
 
 
-def _place(whole: dict[str, Any], part: dict[str, Any], ids: np.ndarray, num_envs: int) -> dict[str, Any]:
+def _place(
+    whole: dict[str, Any], part: dict[str, Any], ids: np.ndarray, num_envs: int
+) -> dict[str, Any]:
     for key, value in part.items():
         if isinstance(value, dict):
             whole[key] = _place(whole.get(key, {}), value, ids, num_envs)
@@ -303,7 +323,9 @@ class Backend:
 
 BACKENDS = {
     "native": Backend("native", make_native, make_native_async),
-    "native-async": Backend("native-async", make_native_whole_batch, make_native_async, is_async=True),
+    "native-async": Backend(
+        "native-async", make_native_whole_batch, make_native_async, is_async=True
+    ),
     "process": Backend("process", make_process, make_process_async),
 }
 

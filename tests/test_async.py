@@ -4,11 +4,11 @@ batch_size is whole blocks); then what only one backend does."""
 
 from __future__ import annotations
 
+import fastbatch
 import numpy as np
 import pytest
-
-import fastbatch
 from fastbatch import AsyncStateError
+
 from tests.envs import raised_by, scripted
 
 
@@ -68,11 +68,11 @@ def test_send_gives_each_env_its_own_action_in_any_order_of_env_ids(async_backen
 def test_step_in_async_mode_sends_the_envs_of_the_last_recv(async_backend):
     env = async_backend.make_async(6, 2, "Pendulum-v1", seed=0)
     env.reset()
-    obs, reward, term, trunc, info = env.step(np.zeros((6, 1), np.float32))  # first: all envs
+    obs, *_, info = env.step(np.zeros((6, 1), np.float32))  # first: all envs
     assert obs.shape == (2, 3) and info["env_id"].shape == (2,)
     seen = set()
     for _ in range(60):
-        obs, reward, term, trunc, info = env.step(np.zeros((2, 1), np.float32))
+        obs, *_, info = env.step(np.zeros((2, 1), np.float32))
         seen.update(info["env_id"].tolist())
     assert seen == set(range(6))  # no env starves
 
@@ -83,7 +83,7 @@ def test_episode_statistics_rows_follow_env_id(async_backend):
     env.send(np.zeros(5, dtype=np.int64))
     ended = 0
     for _ in range(50):
-        obs, reward, term, trunc, info = env.recv()
+        _, _, term, _, info = env.recv()
         if "episode" in info:
             mask = info["_episode"]
             np.testing.assert_array_equal(mask, term)
@@ -104,7 +104,7 @@ def test_misuse_raises_named_errors(async_backend):
     with pytest.raises(AsyncStateError, match="env 0 was already sent"):
         env.send(np.zeros(2, dtype=np.int64), np.array([1, 0]))
     env.send(np.zeros(1, dtype=np.int64), np.array([1]))  # the failed call queued nothing
-    obs, *_, info = env.recv()
+    *_, info = env.recv()
     assert sorted(info["env_id"].tolist()) == [0, 1]
     with pytest.raises(AsyncStateError, match="recv\\(\\) first"):
         env.send(np.zeros(2, dtype=np.int64))
@@ -208,7 +208,7 @@ def test_native_send_checks_env_ids():
     with pytest.raises(TypeError, match="env_ids"):
         env.send(np.zeros(1, dtype=np.int64), np.array([1.0]))
     env.send(np.zeros(1, dtype=np.int64), np.array([1]))  # the failed calls queued nothing
-    obs, *_, info = env.recv()
+    *_, info = env.recv()
     assert sorted(info["env_id"].tolist()) == [0, 1]
 
 
@@ -236,7 +236,7 @@ def test_process_async_send_recv_works_on_whole_worker_blocks():
     env.send(np.zeros(4, dtype=np.int64))
     seen = []
     for _ in range(6):
-        obs, reward, term, trunc, info = env.recv()
+        obs, *_, info = env.recv()
         assert obs.shape == (2, 2)
         seen.append(tuple(info["env_id"]))
         env.send(np.zeros(2, dtype=np.int64), info["env_id"])

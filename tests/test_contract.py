@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import re
 
+import fastbatch
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers import TimeLimit
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
-import fastbatch
 from tests.envs import COUNTER, CounterEnv, assert_infos_equal, raised_by, random_actions
 
 
@@ -136,7 +136,9 @@ def test_disabled_autoreset_needs_an_explicit_masked_reset(backend):
             with pytest.raises(ValueError, match="autoreset is disabled"):
                 env.step(actions)
             obs, _ = env.reset(options={"reset_mask": done})
-            np.testing.assert_array_equal(obs, reference.reset(options={"reset_mask": done.copy()})[0])
+            np.testing.assert_array_equal(
+                obs, reference.reset(options={"reset_mask": done.copy()})[0]
+            )
         actions = np.array([0, 1, 1])
     every = np.ones(3, dtype=bool)
     assert env.step(np.full(3, 3))[2].all()  # every env ends at once
@@ -185,7 +187,7 @@ def test_gymnasium_vector_wrappers_work_on_top(backend):
     env.reset(seed=0)
     episodes = 0
     for _ in range(450):
-        obs, reward, terminated, truncated, info = env.step(np.full((4, 1), 5.0, np.float32))
+        obs, *_, info = env.step(np.full((4, 1), 5.0, np.float32))
         assert obs.shape == (4, 3) and np.all(np.isfinite(obs))
         episodes += int(np.sum(info.get("_episode", 0)))
     assert episodes == 8  # Pendulum truncates every 200 steps; one step each for the autoresets
@@ -198,11 +200,21 @@ def test_gymnasium_vector_wrappers_work_on_top(backend):
         (COUNTER, np.zeros(3, dtype=np.int64), ValueError, r"shape \(4,\)"),
         (COUNTER, np.zeros((4, 1), dtype=np.int64), ValueError, "shape"),
         (COUNTER, np.zeros(4, dtype=np.float32), TypeError, "integers"),
-        (COUNTER, np.array([0, 1, 9, 0]), ValueError, r"action 9 for env 2 is outside Discrete\(4\)"),
+        (
+            COUNTER,
+            np.array([0, 1, 9, 0]),
+            ValueError,
+            r"action 9 for env 2 is outside Discrete\(4\)",
+        ),
         (COUNTER, np.array([0, -1, 0, 0]), ValueError, "outside"),
         (COUNTER, "left", TypeError, "integers"),
         ("Pendulum-v1", np.zeros(4, dtype=np.float32), ValueError, r"shape \(4, 1\)"),
-        ("Pendulum-v1", np.array([[0.0], [np.nan], [0.0], [0.0]], np.float32), ValueError, "env 1 is NaN"),
+        (
+            "Pendulum-v1",
+            np.array([[0.0], [np.nan], [0.0], [0.0]], np.float32),
+            ValueError,
+            "env 1 is NaN",
+        ),
         ("Pendulum-v1", np.zeros((4, 1), dtype=np.complex64), TypeError, "real numbers"),
     ],
     ids=["short", "2-d", "float", "too-big", "negative", "string", "box-shape", "nan", "complex"],
@@ -281,7 +293,10 @@ def test_num_workers_is_the_parallelism_knob(backend):
 
 # ---------------------------------------------------------------------------- same error, same text
 ACTIONS = np.zeros(8, dtype=np.int64)
-RAGGED = [[0]] * 7 + [[1, 2]]
+NAN_AT_2 = np.zeros((8, 1), np.float32)
+NAN_AT_2[2] = np.nan
+PENDULUM = "Pendulum-v1"
+AFTER_ERROR = "^a previous step raised an env error; call reset\\(\\) before stepping again$"
 
 
 def _fresh(env):
@@ -306,18 +321,22 @@ def _after_env_error(env):
     return env
 
 
-def _after_episode_end_of_env_5(env):
+def _after_env_5_ended(env):
     env.reset()
     env.step(np.array([0, 0, 0, 0, 0, 3, 0, 0]))
     return env
 
 
-def _mask(mask):
-    return lambda env: env.reset(options={"reset_mask": mask})
+def _step(actions=ACTIONS):
+    return lambda env: env.step(actions)
 
 
-def _step(env):
-    env.step(ACTIONS)
+def _send(env):
+    env.send(ACTIONS)
+
+
+def _recv(env):
+    env.recv()
 
 
 def _send_twice(env):
@@ -325,71 +344,95 @@ def _send_twice(env):
     env.send(ACTIONS)
 
 
-_PENDULUM = {"env_id": "Pendulum-v1"}
-_NAN = np.zeros((8, 1), np.float32)
-_NAN[2] = np.nan
+def _reset_with(options):
+    return lambda env: env.reset(options=options)
 
-# name: (make kwargs, state before the call, the bad call, exception type, its message: a regex)
+
+def _mask(mask):
+    return _reset_with({"reset_mask": mask})
+
+
+def _case(call, error, message="", state=_reset, env_id=COUNTER, **make_kwargs):
+    """A bad call on 8 envs (made with `make_kwargs`, brought to `state`), the exception type it
+    raises and a regex its message matches (the relayout plan's text, where the plan gives it)."""
+    return dict(make_kwargs, env_id=env_id), state, call, error, message
+
+
+Closed = fastbatch.ClosedEnvError
 SAME_ERROR = {
-    "step after close": ({}, _closed, _step, fastbatch.ClosedEnvError, "^this fastbatch env is closed$"),
-    "reset after close": ({}, _closed, lambda env: env.reset(), fastbatch.ClosedEnvError, "closed$"),
-    "send after close": ({}, _closed, lambda env: env.send(ACTIONS), fastbatch.ClosedEnvError, "closed$"),
-    "recv after close": ({}, _closed, lambda env: env.recv(), fastbatch.ClosedEnvError, "closed$"),
-    "step before reset": ({}, _fresh, _step, RuntimeError, r"^call reset\(\) before step\(\)$"),
-    "send before reset": ({}, _fresh, lambda env: env.send(ACTIONS), RuntimeError, r"^call reset\(\)"),
-    "recv before reset": ({}, _fresh, lambda env: env.recv(), RuntimeError, r"^call reset\(\)"),
-    "step after an env error": (
-        {"throw_at_step": 1}, _after_env_error, _step, RuntimeError,
-        "^" + re.escape("a previous step raised an env error; call reset() before stepping again") + "$",
+    "step after close": _case(_step(), Closed, "^this fastbatch env is closed$", _closed),
+    "reset after close": _case(_reset, Closed, "^this fastbatch env is closed$", _closed),
+    "send after close": _case(_send, Closed, "^this fastbatch env is closed$", _closed),
+    "recv after close": _case(_recv, Closed, "^this fastbatch env is closed$", _closed),
+    "step before reset": _case(_step(), RuntimeError, r"^call reset\(\) before step\(\)$", _fresh),
+    "send before reset": _case(_send, RuntimeError, r"^call reset\(\)", _fresh),
+    "recv before reset": _case(_recv, RuntimeError, r"^call reset\(\)", _fresh),
+    "step after an env error": _case(
+        _step(), RuntimeError, AFTER_ERROR, _after_env_error, throw_at_step=1
     ),
-    "masked reset after an env error": (
-        {"throw_at_step": 1}, _after_env_error, _mask(np.ones(8, dtype=bool)), RuntimeError,
-        r"call reset\(\) without a mask",
+    "masked reset after an env error": _case(
+        _mask(np.ones(8, bool)),
+        RuntimeError,
+        r"reset\(\) without a mask",
+        _after_env_error,
+        throw_at_step=1,
     ),
-    "options not a dict": ({}, _reset, lambda env: env.reset(options=["reset_mask"]), TypeError, ""),
-    "unknown reset option": (
-        {}, _reset, lambda env: env.reset(options={"x": 1}), ValueError, r"^unsupported reset option\(s\) 'x'; ",
+    "options not a dict": _case(_reset_with(["reset_mask"]), TypeError),
+    "unknown reset option": _case(
+        _reset_with({"x": 1}), ValueError, r"^unsupported reset option\(s\) 'x'; "
     ),
-    "mask not an array": ({}, _reset, _mask([True] * 8), TypeError, ""),
-    "mask not bool": ({}, _reset, _mask(np.ones(8, dtype=np.int64)), TypeError, ""),
-    "mask of the wrong shape": ({}, _reset, _mask(np.ones(7, dtype=bool)), ValueError, ""),
-    "mask without a True": ({}, _reset, _mask(np.zeros(8, dtype=bool)), ValueError, ""),
-    "mask on the first reset": (
-        {}, _fresh, _mask(np.ones(8, dtype=bool)), ValueError,
+    "mask not an array": _case(_mask([True] * 8), TypeError),
+    "mask not bool": _case(_mask(np.ones(8, np.int64)), TypeError),
+    "mask of the wrong shape": _case(_mask(np.ones(7, bool)), ValueError),
+    "mask without a True": _case(_mask(np.zeros(8, bool)), ValueError),
+    "mask on the first reset": _case(
+        _mask(np.ones(8, bool)),
+        ValueError,
         r"^the first reset must reset every env \(no reset_mask\)$",
+        _fresh,
     ),
-    "actions not array-like": (
-        {}, _reset, lambda env: env.step(RAGGED), TypeError,
+    "actions not array-like": _case(
+        _step([[0]] * 7 + [[1, 2]]),
+        TypeError,
         r"^actions must be a numpy array \(or convertible to one\)$",
     ),
-    "Discrete actions not integers": (
-        {}, _reset, lambda env: env.step(np.zeros(8)), TypeError,
+    "Discrete actions not integers": _case(
+        _step(np.zeros(8)),
+        TypeError,
         r"^actions for a Discrete\(4\) space must be integers, got dtype float64$",
     ),
-    "actions of the wrong shape": (
-        {}, _reset, lambda env: env.step(ACTIONS[:7]), ValueError, r"^actions must have shape \(8,\), got \(7,\)$",
+    "actions of the wrong shape": _case(
+        _step(ACTIONS[:7]), ValueError, r"^actions must have shape \(8,\), got \(7,\)$"
     ),
-    "action out of range": (
-        {}, _reset, lambda env: env.step(np.array([0, 0, 0, 9, 0, 0, 0, 0])), ValueError,
+    "action out of range": _case(
+        _step(np.array([0, 0, 0, 9, 0, 0, 0, 0])),
+        ValueError,
         r"^action 9 for env 3 is outside Discrete\(4\)$",
     ),
-    "Box actions not real": (
-        _PENDULUM, _reset, lambda env: env.step(np.zeros((8, 1), np.complex64)), TypeError,
+    "Box actions not real": _case(
+        _step(np.zeros((8, 1), np.complex64)),
+        TypeError,
         r"^actions for a Box space must be real numbers, got dtype complex64$",
+        env_id=PENDULUM,
     ),
-    "NaN action": (_PENDULUM, _reset, lambda env: env.step(_NAN), ValueError, r"^action for env 2 is NaN; "),
-    "stepping an ended env (autoreset disabled)": (
-        {"autoreset_mode": "disabled"}, _after_episode_end_of_env_5, _step, ValueError, r"^env 5 has ended",
+    "NaN action": _case(
+        _step(NAN_AT_2), ValueError, r"^action for env 2 is NaN; ", env_id=PENDULUM
     ),
-    "sync send twice": ({}, _reset, _send_twice, fastbatch.AsyncStateError, ""),
-    "sync recv without send": ({}, _reset, lambda env: env.recv(), fastbatch.AsyncStateError, ""),
+    "stepping an ended env (autoreset disabled)": _case(
+        _step(), ValueError, r"^env 5 has ended", _after_env_5_ended, autoreset_mode="disabled"
+    ),
+    "sync send twice": _case(_send_twice, fastbatch.AsyncStateError),
+    "sync recv without send": _case(_recv, fastbatch.AsyncStateError),
 }
 
 
 @pytest.mark.parametrize("case", list(SAME_ERROR))
 def test_both_backends_raise_the_same_error_for_the_same_bad_input(all_backends, case):
     kwargs, state, call, error, message = SAME_ERROR[case]
-    raised = {name: raised_by(call, state(all_backends[name].make(8, **kwargs))) for name in ("native", "process")}
+    raised = {
+        name: raised_by(call, state(all_backends[name].make(8, **kwargs)))
+        for name in ("native", "process")
+    }
     assert raised["native"] == raised["process"]
     kind, text = raised["native"]
     assert issubclass(kind, error)

@@ -3,13 +3,13 @@ or shared memory, equals SyncVectorEnv's infos; and the layout helpers' fast pat
 
 from __future__ import annotations
 
+import fastbatch
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import fastbatch
 from tests.envs import NumericInfoEnv, ScriptedEnv
 
 
@@ -40,7 +40,9 @@ def test_infos_statistics_and_per_env_factories_match_gymnasium():
     assert env.closed
 
 
-@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED])
+@pytest.mark.parametrize(
+    "mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED]
+)
 def test_numeric_infos_travel_through_shared_memory_and_match_gymnasium(mode):
     fns = [lambda: NumericInfoEnv(7)] * 5
     env = fastbatch.make(fns, backend="process", num_workers=2, autoreset_mode=mode)
@@ -59,7 +61,7 @@ def test_numeric_infos_travel_through_shared_memory_and_match_gymnasium(mode):
         else:
             actions = rng.uniform(-1, 1, (5, 1)).astype(np.float32)
             obs, _, te, tr, info = env.step(actions)
-            robs, _, rte, rtr, rinfo = ref.step(actions)
+            robs, _, rte, _rtr, rinfo = ref.step(actions)
             np.testing.assert_array_equal(te, rte)
             done = te | tr
             shared += int(env._v["control"][1, 4] == 2)  # HAS_INFO of worker 1: INFO_SHARED
@@ -83,8 +85,14 @@ def test_numeric_infos_travel_through_shared_memory_and_match_gymnasium(mode):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.booleans(), st.sampled_from(["f64", "int", "bool", "f32", "i8"])), min_size=1, max_size=6),
-       st.integers(0, 3))
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.sampled_from(["f64", "int", "bool", "f32", "i8"])),
+        min_size=1,
+        max_size=6,
+    ),
+    st.integers(0, 3),
+)
 def test_block_info_fast_path_equals_entry_by_entry(rows_and_types, first):
     from fastbatch._infos import add_info, block_info
 
@@ -102,4 +110,3 @@ def test_block_info_fast_path_equals_entry_by_entry(rows_and_types, first):
     for key in expected:
         np.testing.assert_array_equal(got[key], expected[key])
         assert got[key].dtype == expected[key].dtype
-

@@ -7,12 +7,12 @@ from __future__ import annotations
 import threading
 import time
 
+import fastbatch
 import gymnasium
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
-import fastbatch
 from tests.envs import assert_same, random_actions, rollout
 
 ENV_IDS = fastbatch.list_envs()
@@ -30,7 +30,9 @@ def test_make_returns_a_gymnasium_vector_env(env_id):
     assert info == {}
     assert obs.shape == env.observation_space.shape
     assert obs.dtype == env.single_observation_space.dtype
-    obs, reward, terminated, truncated, info = env.step(random_actions(env, np.random.default_rng(0)))
+    obs, reward, terminated, truncated, info = env.step(
+        random_actions(env, np.random.default_rng(0))
+    )
     assert reward.dtype == np.float32 and reward.shape == (8,)
     assert terminated.dtype == np.bool_ and truncated.dtype == np.bool_
     assert isinstance(info, dict)
@@ -89,7 +91,10 @@ def test_same_seed_gives_bitwise_identical_trajectories(env_id):
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "Acrobot-v1"])
 def test_results_are_identical_for_any_num_workers(env_id):
-    runs = [rollout(fastbatch.make(env_id, num_envs=37, num_workers=w), 400, seed=11) for w in (1, 2, 3, 7)]
+    runs = [
+        rollout(fastbatch.make(env_id, num_envs=37, num_workers=w), 400, seed=11)
+        for w in (1, 2, 3, 7)
+    ]
     for other in runs[1:]:
         assert_same(runs[0], other)
 
@@ -101,7 +106,7 @@ def _aligned(a):
 
 def test_returned_arrays_are_aligned_and_never_mutated_afterwards():
     env = fastbatch.make("CartPole-v1", num_envs=33, seed=0, num_workers=2)
-    obs, _ = env.reset()
+    env.reset()
     held = []
     rng = np.random.default_rng(0)
     for _ in range(20):
@@ -120,7 +125,7 @@ def test_buffers_are_recycled_once_the_caller_drops_them():
     addresses = set()
     actions = np.zeros(8, dtype=np.int64)
     for _ in range(200):
-        obs, reward, terminated, truncated, _ = env.step(actions)
+        obs, *_, _ = env.step(actions)
         addresses.add(obs.ctypes.data)
     assert len(addresses) <= 3
 
@@ -152,7 +157,12 @@ def test_step_into_checks_alignment_dtype_and_shape():
     env = fastbatch.make("CartPole-v1", num_envs=4, seed=0)
     env.reset()
     actions = np.zeros(4, dtype=np.int64)
-    good = [fastbatch.aligned_empty((4, 4)), fastbatch.aligned_empty(4), fastbatch.aligned_empty(4, np.bool_), fastbatch.aligned_empty(4, np.bool_)]
+    good = [
+        fastbatch.aligned_empty((4, 4)),
+        fastbatch.aligned_empty(4),
+        fastbatch.aligned_empty(4, np.bool_),
+        fastbatch.aligned_empty(4, np.bool_),
+    ]
     raw = np.empty(4 * 16 + 64, np.uint8)
     offset = (-raw.ctypes.data) % 64 + 4
     misaligned = raw[offset : offset + 64].view(np.float32).reshape(4, 4)
@@ -171,8 +181,16 @@ def test_step_into_checks_alignment_dtype_and_shape():
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"env_id": "NoSuchEnv-v0"}, fastbatch.UnknownEnvError, "neither a native env.*Acrobot-v1.*nor a gymnasium id"),
-        ({"env_id": "CartPole-v1", "num_envs": 0}, ValueError, "num_envs must be a positive integer"),
+        (
+            {"env_id": "NoSuchEnv-v0"},
+            fastbatch.UnknownEnvError,
+            "neither a native env.*Acrobot-v1.*nor a gymnasium id",
+        ),
+        (
+            {"env_id": "CartPole-v1", "num_envs": 0},
+            ValueError,
+            "num_envs must be a positive integer",
+        ),
         ({"env_id": "CartPole-v1", "num_envs": -3}, ValueError, "num_envs"),
         ({"env_id": "CartPole-v1", "num_envs": 2.5}, TypeError, "num_envs"),
         ({"env_id": "CartPole-v1", "num_workers": 0}, ValueError, "num_workers"),

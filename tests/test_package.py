@@ -8,14 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-import gymnasium
-
 import fastbatch
+import gymnasium
 
 
 def test_list_envs_has_the_five_classic_control_envs():
     assert fastbatch.list_envs() == [
-        "Acrobot-v1", "CartPole-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Pendulum-v1",
+        "Acrobot-v1",
+        "CartPole-v1",
+        "MountainCar-v0",
+        "MountainCarContinuous-v0",
+        "Pendulum-v1",
     ]
 
 
@@ -32,7 +35,9 @@ def test_public_headers_are_installed():
 
 
 def test_make_vec_through_the_gymnasium_registry():
-    env = gymnasium.make_vec("fastbatch/CartPole-v1", num_envs=4, vectorization_mode="vector_entry_point")
+    env = gymnasium.make_vec(
+        "fastbatch/CartPole-v1", num_envs=4, vectorization_mode="vector_entry_point"
+    )
     assert isinstance(env, fastbatch.NativeVectorEnv)
     assert env.num_envs == 4
     obs, _ = env.reset(seed=1)

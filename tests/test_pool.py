@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 import fastbatch
+import numpy as np
 
 
 def rss_bytes() -> int:

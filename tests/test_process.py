@@ -4,12 +4,12 @@ and its result buffers."""
 
 from __future__ import annotations
 
+import fastbatch
 import gymnasium
 import numpy as np
 import pytest
 from gymnasium.vector import SyncVectorEnv
 
-import fastbatch
 from tests.envs import LegacyEnv, scripted, worker_processes
 
 
@@ -23,8 +23,8 @@ def test_a_gymnasium_env_steps_exactly_as_in_sync_vector_env():
     ends = 0
     for _ in range(150):
         actions = rng.integers(2, size=6)
-        o, r, te, tr, info = env.step(actions)
-        ro, rr, rte, rtr, rinfo = ref.step(actions)
+        o, r, te, tr, _info = env.step(actions)
+        ro, rr, rte, rtr, _rinfo = ref.step(actions)
         np.testing.assert_array_equal(o, ro)
         np.testing.assert_array_equal(r, rr.astype(np.float32))
         np.testing.assert_array_equal(te, rte)
@@ -39,7 +39,9 @@ def test_a_gymnasium_env_steps_exactly_as_in_sync_vector_env():
 def test_an_env_exception_names_the_env_and_carries_the_worker_traceback():
     env = scripted(4, num_workers=2)
     env.reset(seed=0)
-    with pytest.raises(fastbatch.EnvError, match=r"(?s)env 3:.*ValueError: scripted failure at step 1") as caught:
+    with pytest.raises(
+        fastbatch.EnvError, match=r"(?s)env 3:.*ValueError: scripted failure at step 1"
+    ) as caught:
         env.step(np.array([0, 0, 0, 2]))
     assert caught.value.env_index == 3
     assert "Traceback" in str(caught.value)
@@ -77,8 +79,8 @@ def test_in_parent_steps_the_first_block_in_the_caller():
     rng = np.random.default_rng(1)
     for _ in range(60):
         actions = rng.integers(2, size=6)
-        o, r, te, tr, info = env.step(actions)
-        ro, rr, rte, rtr, rinfo = ref.step(actions)
+        o, _r, te, tr, _info = env.step(actions)
+        ro, _rr, rte, rtr, _rinfo = ref.step(actions)
         np.testing.assert_array_equal(o, ro)
         np.testing.assert_array_equal(te | tr, rte | rtr)
     env.close()
@@ -114,4 +116,3 @@ def test_results_never_change_behind_the_caller_and_dropped_ones_are_reused():
     np.testing.assert_array_equal(row, expected)
     np.testing.assert_array_equal(flat[2:4], expected)
     env.close()
-

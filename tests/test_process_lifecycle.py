@@ -11,13 +11,13 @@ import textwrap
 import threading
 import time
 
+import fastbatch
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-import fastbatch
 from tests.envs import CrashOnResetEnv, RestartOnceEnv, ScriptedEnv, scripted, worker_processes
 
 
@@ -40,7 +40,9 @@ def test_a_dead_worker_is_reported_quickly_and_the_env_closes(action, how):
     env.reset()
     pids = [p.pid for p in worker_processes(env) if p]
     start = time.monotonic()
-    with pytest.raises(fastbatch.WorkerDiedError, match=f"worker 1 \\(envs 2..3\\) died \\({how}\\)"):
+    with pytest.raises(
+        fastbatch.WorkerDiedError, match=f"worker 1 \\(envs 2..3\\) died \\({how}\\)"
+    ):
         env.step(np.array([0, 0, action, 0]))
     assert time.monotonic() - start < 5.0
     assert env.closed
@@ -64,15 +66,17 @@ def test_close_ends_every_worker_and_leaves_nothing_in_dev_shm():
 
 def test_workers_die_with_a_killed_parent(tmp_path):
     script = tmp_path / "parent.py"
-    script.write_text(textwrap.dedent(
-        """
+    script.write_text(
+        textwrap.dedent(
+            """
         import sys, time, fastbatch
         env = fastbatch.make("CartPole-v1", 4, backend="process", num_workers=2, in_parent=False)
         env.reset()
         print(" ".join(str(p.pid) for p in env._processes if p), flush=True)
         time.sleep(60)
         """
-    ))  # no `if __name__ == "__main__"` guard: workers never re-import the caller's script
+        )
+    )  # no `if __name__ == "__main__"` guard: workers never re-import the caller's script
     parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     pids = [int(p) for p in parent.stdout.readline().split()]
     assert len(pids) == 2 and pids_alive(pids) == pids
@@ -123,7 +127,9 @@ def test_ctrl_c_during_a_step_leaves_the_env_usable(python_sigint):
     local.close()
 
 
-@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED])
+@pytest.mark.parametrize(
+    "mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED]
+)
 def test_restart_replaces_a_dead_worker_and_truncates_its_episodes(mode):
     env = scripted(4, length=50, num_workers=2, restart=True, autoreset_mode=mode)
     env.reset(seed=0)
@@ -183,7 +189,7 @@ def test_a_restart_during_reset_reports_no_stale_episode_statistics(tmp_path):
     info = env.step(np.zeros(2, dtype=np.int64))[4]  # env 1 ends (env 0 autoresets)
     np.testing.assert_array_equal(info["_episode"], [False, True])
     open(marker, "w").close()
-    obs, info = env.reset()  # env 1's worker dies in reset and is replaced
+    _, info = env.reset()  # env 1's worker dies in reset and is replaced
     assert env.restarts == 1 and info["_worker_restarted"].tolist() == [False, True]
     info = env.step(np.zeros(2, dtype=np.int64))[4]  # env 0 ends; env 1 has not
     np.testing.assert_array_equal(info["_episode"], [True, False])
@@ -206,8 +212,9 @@ def test_restart_with_in_parent_replaces_the_remote_block():
 def test_workers_import_factories_with_the_callers_sys_path(tmp_path, monkeypatch):
     package = tmp_path / "userenvs"
     package.mkdir()
-    (package / "my_envs.py").write_text(textwrap.dedent(
-        """
+    (package / "my_envs.py").write_text(
+        textwrap.dedent(
+            """
         import gymnasium, numpy as np
         class Tiny(gymnasium.Env):
             observation_space = gymnasium.spaces.Box(0, 1, (1,), np.float32)
@@ -217,7 +224,8 @@ def test_workers_import_factories_with_the_callers_sys_path(tmp_path, monkeypatc
             def step(self, action):
                 return np.ones(1, np.float32), 1.0, False, False, {}
         """
-    ))
+        )
+    )
     monkeypatch.syspath_prepend(str(package))
     monkeypatch.chdir(tmp_path)  # the worker's own sys.path[0] (cwd) does not hold my_envs
     import my_envs
@@ -235,11 +243,17 @@ def fuzz_env():
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(calls=st.lists(st.tuples(
-    st.sampled_from(["step", "bad_step", "reset", "mask", "send", "recv"]),
-    st.lists(st.sampled_from([0, 1, 5, -1, 6, 2**40]), min_size=0, max_size=5),
-    st.sampled_from(["int64", "float32", "bool", "int8"]),
-), min_size=1, max_size=10))
+@given(
+    calls=st.lists(
+        st.tuples(
+            st.sampled_from(["step", "bad_step", "reset", "mask", "send", "recv"]),
+            st.lists(st.sampled_from([0, 1, 5, -1, 6, 2**40]), min_size=0, max_size=5),
+            st.sampled_from(["int64", "float32", "bool", "int8"]),
+        ),
+        min_size=1,
+        max_size=10,
+    )
+)
 def test_random_call_sequences_on_the_process_backend(fuzz_env, calls):
     env = fuzz_env
     env.reset(seed=0)
@@ -267,20 +281,38 @@ def test_random_call_sequences_on_the_process_backend(fuzz_env, calls):
     assert obs.shape == (4, 2)
 
 
-LIFECYCLE_ERRORS = (TypeError, ValueError, fastbatch.AsyncStateError, fastbatch.ClosedEnvError, fastbatch.EnvError)
+LIFECYCLE_ERRORS = (
+    TypeError,
+    ValueError,
+    fastbatch.AsyncStateError,
+    fastbatch.ClosedEnvError,
+    fastbatch.EnvError,
+)
 
 
-lifecycle_calls = st.lists(st.tuples(
-    st.sampled_from(["step", "bad_step", "reset", "mask", "send", "recv", "close", "kill_worker"]),
-    st.lists(st.sampled_from([0, 1, -1, 6, 2**40, 0.5]), min_size=0, max_size=5),
-    st.sampled_from(["int64", "float64", "bool", "uint8"]),
-), min_size=0, max_size=8)
+lifecycle_calls = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["step", "bad_step", "reset", "mask", "send", "recv", "close", "kill_worker"]
+        ),
+        st.lists(st.sampled_from([0, 1, -1, 6, 2**40, 0.5]), min_size=0, max_size=5),
+        st.sampled_from(["int64", "float64", "bool", "uint8"]),
+    ),
+    min_size=0,
+    max_size=8,
+)
 
 
 INVALID_MAKE = {
-    "source": ["bad_id", "not_callable"], "num_envs": [-1, 0, 2.0, "2", True], "num_workers": [-1, 0, 9, 1.5, "2"],
-    "batch_size": [0, -1, 9, 3], "autoreset_mode": ["bogus", 3], "in_parent": ["yes", 1], "restart": [1, None],
-    "seed": [-1, 2**70, "x"], "start_timeout": [0.0, -1.0, float("nan"), "1"],
+    "source": ["bad_id", "not_callable"],
+    "num_envs": [-1, 0, 2.0, "2", True],
+    "num_workers": [-1, 0, 9, 1.5, "2"],
+    "batch_size": [0, -1, 9, 3],
+    "autoreset_mode": ["bogus", 3],
+    "in_parent": ["yes", 1],
+    "restart": [1, None],
+    "seed": [-1, 2**70, "x"],
+    "start_timeout": [0.0, -1.0, float("nan"), "1"],
 }
 
 
@@ -307,17 +339,27 @@ def make_arguments(draw):
     return args
 
 
-@settings(max_examples=int(os.environ.get("FASTBATCH_FUZZ_EXAMPLES", 120)), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("FASTBATCH_FUZZ_EXAMPLES", "120")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(args=make_arguments(), calls=lifecycle_calls)
 def test_random_process_lifecycles_end_clean(args, calls):
     """make / reset / step / send / recv / close (and a killed worker) with random, often invalid,
     arguments: every call works or raises a documented error, and once closed no worker is left."""
     source, num_envs = args.pop("source"), args.pop("num_envs")
-    count = num_envs if isinstance(num_envs, int) and not isinstance(num_envs, bool) and 0 < num_envs < 5 else 2
+    count = (
+        num_envs
+        if isinstance(num_envs, int) and not isinstance(num_envs, bool) and 0 < num_envs < 5
+        else 2
+    )
     env_arg = {
-        "id": "CartPole-v1", "factory": lambda: ScriptedEnv(3), "bad_id": "NoSuchEnv-v9",
-        "list": [lambda: ScriptedEnv(3)] * count, "not_callable": [1, 2],
+        "id": "CartPole-v1",
+        "factory": lambda: ScriptedEnv(3),
+        "bad_id": "NoSuchEnv-v9",
+        "list": [lambda: ScriptedEnv(3)] * count,
+        "not_callable": [1, 2],
     }[source]
     try:
         env = fastbatch.make(env_arg, num_envs, backend="process", **args)
@@ -349,7 +391,11 @@ def test_random_process_lifecycles_end_clean(args, calls):
                 env.recv()
             elif name == "close":
                 env.close()
-            elif worker_processes(env) and (last := worker_processes(env)[-1]) is not None and last.poll() is None:
+            elif (
+                worker_processes(env)
+                and (last := worker_processes(env)[-1]) is not None
+                and last.poll() is None
+            ):
                 os.kill(last.pid, signal.SIGKILL)
                 last.wait(timeout=5)
         except LIFECYCLE_ERRORS:
@@ -362,4 +408,3 @@ def test_random_process_lifecycles_end_clean(args, calls):
     while pids_alive(pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert pids_alive(pids) == []
-
