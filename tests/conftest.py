@@ -1,28 +1,38 @@
-"""Shared helpers for the fastbatch tests."""
+"""Fixtures shared by the test modules (helper envs and backends live in tests/envs.py)."""
 
 from __future__ import annotations
 
-import gymnasium
-import numpy as np
+import pytest
+
+from tests.envs import BACKENDS, Backend
 
 
-class CounterEnv(gymnasium.Env):
-    """Python twin of the native `_TestCounter-v0` env (see src/cpp/envs/test_envs.h)."""
+def _closing(name: str):
+    made: list = []
+    yield BACKENDS[name].recording(made)
+    for env in made:
+        env.close()
 
-    def __init__(self, terminate_at_step: int = 0):
-        self.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (2,), np.float32)
-        self.action_space = gymnasium.spaces.Discrete(4)
-        self.terminate_at_step = terminate_at_step
-        self.steps = 0
 
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.steps = 0
-        return np.zeros(2, dtype=np.float32), {}
+@pytest.fixture(params=list(BACKENDS))
+def backend(request) -> Backend:
+    """Each backend in turn, as gymnasium's own tests parametrize over vectorisers: "native"
+    (C++ threads), "native-async" (the native async pool stepped in whole batches) and
+    "process" (the Python twin in worker processes). Envs it made are closed afterwards."""
+    yield from _closing(request.param)
 
-    def step(self, action):
-        self.steps += 1
-        action = int(action)
-        obs = np.array([self.steps, action], dtype=np.float32)
-        terminated = action == 3 or (0 < self.terminate_at_step <= self.steps)
-        return obs, float(action), terminated, False, {}
+
+@pytest.fixture(params=["native-async", "process"])
+def async_backend(request) -> Backend:
+    """Each backend with an async mode; `make_async(num_envs, batch_size, ...)` builds it
+    (process: one env per worker, so any batch_size is whole blocks), `make` its sync twin."""
+    yield from _closing("native" if request.param == "native-async" else "process")
+
+
+@pytest.fixture
+def all_backends() -> dict[str, Backend]:
+    """Every backend at once, for tests that compare backends with each other."""
+    made: list = []
+    yield {name: backend.recording(made) for name, backend in BACKENDS.items()}
+    for env in made:
+        env.close()

@@ -1,12 +1,15 @@
-"""Async mode (batch_size < num_envs): send/recv like EnvPool, and its state machine."""
+"""Async mode (batch_size < num_envs): send/recv like EnvPool, and its state machine, on every
+backend that has one (`async_backend`: native, and process with one env per worker so that any
+batch_size is whole blocks); then what only one backend does."""
 
 from __future__ import annotations
 
+import fastbatch
 import numpy as np
 import pytest
-
-import fastbatch
 from fastbatch import AsyncStateError
+
+from tests.envs import raised_by, scripted
 
 
 def policy(env_id: np.ndarray, steps: np.ndarray) -> np.ndarray:
@@ -14,10 +17,8 @@ def policy(env_id: np.ndarray, steps: np.ndarray) -> np.ndarray:
     return ((env_id * 7 + steps * 3) // 2 % 2).astype(np.int64)
 
 
-@pytest.mark.parametrize("num_threads", [1, 2, 3])
-def test_each_env_follows_the_same_trajectory_as_in_sync_mode(num_threads):
-    n, b, steps = 10, 4, 300
-    sync = fastbatch.make("CartPole-v1", num_envs=n, seed=3)
+def _assert_each_env_follows_its_sync_trajectory(sync, env, steps: int) -> None:
+    n, b = env.num_envs, env.batch_size
     obs, _ = sync.reset()
     expected = [[obs[i].copy()] for i in range(n)]
     for t in range(steps):
@@ -25,7 +26,6 @@ def test_each_env_follows_the_same_trajectory_as_in_sync_mode(num_threads):
         for i in range(n):
             expected[i].append((obs[i].copy(), reward[i], term[i], trunc[i]))
 
-    env = fastbatch.make("CartPole-v1", num_envs=n, batch_size=b, seed=3, num_threads=num_threads)
     obs, _ = env.reset()
     got = [[obs[i].copy()] for i in range(n)]
     counts = np.zeros(n, dtype=np.int64)
@@ -33,7 +33,7 @@ def test_each_env_follows_the_same_trajectory_as_in_sync_mode(num_threads):
     while counts.min() < steps:
         obs, reward, term, trunc, info = env.recv()
         ids = info["env_id"]
-        assert obs.shape == (b, 4) and len(set(ids.tolist())) == b
+        assert obs.shape == (b, *env.single_observation_space.shape) and len(set(ids.tolist())) == b
         for j, i in enumerate(ids):
             got[i].append((obs[j].copy(), reward[j], term[j], trunc[j]))
         counts[ids] += 1
@@ -47,25 +47,43 @@ def test_each_env_follows_the_same_trajectory_as_in_sync_mode(num_threads):
                 assert have[1:] == want[1:]
 
 
-def test_step_in_async_mode_sends_the_envs_of_the_last_recv():
-    env = fastbatch.make("Pendulum-v1", num_envs=6, batch_size=2, seed=0, num_threads=2)
+# ---------------------------------------------------------------------------- every async backend
+def test_each_env_follows_the_same_trajectory_as_in_sync_mode(async_backend):
+    sync = async_backend.make(6, "CartPole-v1", seed=3)
+    env = async_backend.make_async(6, 2, "CartPole-v1", seed=3)
+    _assert_each_env_follows_its_sync_trajectory(sync, env, steps=300)
+
+
+def test_send_gives_each_env_its_own_action_in_any_order_of_env_ids(async_backend):
+    env = async_backend.make_async(2, 1)
     env.reset()
-    obs, reward, term, trunc, info = env.step(np.zeros((6, 1), np.float32))  # first: all envs
+    env.send(np.array([3, 1]), np.array([1, 0]))
+    last_action = {}
+    for _ in range(2):
+        obs, *_, info = env.recv()
+        last_action[int(info["env_id"][0])] = obs[0, 1]  # the counter's obs[1]: its last action
+    assert last_action == {0: 1.0, 1: 3.0}
+
+
+def test_step_in_async_mode_sends_the_envs_of_the_last_recv(async_backend):
+    env = async_backend.make_async(6, 2, "Pendulum-v1", seed=0)
+    env.reset()
+    obs, *_, info = env.step(np.zeros((6, 1), np.float32))  # first: all envs
     assert obs.shape == (2, 3) and info["env_id"].shape == (2,)
     seen = set()
     for _ in range(60):
-        obs, reward, term, trunc, info = env.step(np.zeros((2, 1), np.float32))
+        obs, *_, info = env.step(np.zeros((2, 1), np.float32))
         seen.update(info["env_id"].tolist())
     assert seen == set(range(6))  # no env starves
 
 
-def test_episode_statistics_rows_follow_env_id():
-    env = fastbatch.make("_TestCounter-v0", num_envs=5, batch_size=2, terminate_at_step=4, num_threads=2)
+def test_episode_statistics_rows_follow_env_id(async_backend):
+    env = async_backend.make_async(5, 2, terminate_at_step=4)
     env.reset(seed=0)
     env.send(np.zeros(5, dtype=np.int64))
     ended = 0
     for _ in range(50):
-        obs, reward, term, trunc, info = env.recv()
+        _, _, term, _, info = env.recv()
         if "episode" in info:
             mask = info["_episode"]
             np.testing.assert_array_equal(mask, term)
@@ -75,8 +93,8 @@ def test_episode_statistics_rows_follow_env_id():
     assert ended > 5
 
 
-def test_misuse_raises_named_errors():
-    env = fastbatch.make("CartPole-v1", num_envs=4, batch_size=2, seed=0, num_threads=2)
+def test_misuse_raises_named_errors(async_backend):
+    env = async_backend.make_async(4, 2, "CartPole-v1", seed=0)
     env.reset()
     with pytest.raises(AsyncStateError, match="without a pending send"):
         env.recv()
@@ -85,25 +103,42 @@ def test_misuse_raises_named_errors():
         env.recv()
     with pytest.raises(AsyncStateError, match="env 0 was already sent"):
         env.send(np.zeros(2, dtype=np.int64), np.array([1, 0]))
-    with pytest.raises(ValueError, match="outside"):
-        env.send(np.zeros(1, dtype=np.int64), np.array([9]))
-    with pytest.raises(ValueError, match="appears twice"):
-        env.send(np.zeros(2, dtype=np.int64), np.array([2, 2]))
-    with pytest.raises(ValueError, match=r"shape \(2,\)"):
-        env.send(np.zeros(3, dtype=np.int64), np.array([1, 2]))
-    with pytest.raises(TypeError, match="env_ids"):
-        env.send(np.zeros(1, dtype=np.int64), np.array([1.0]))
-    env.send(np.zeros(1, dtype=np.int64), np.array([1]))  # the failed calls queued nothing
-    obs, *_, info = env.recv()
+    env.send(np.zeros(1, dtype=np.int64), np.array([1]))  # the failed call queued nothing
+    *_, info = env.recv()
     assert sorted(info["env_id"].tolist()) == [0, 1]
     with pytest.raises(AsyncStateError, match="recv\\(\\) first"):
         env.send(np.zeros(2, dtype=np.int64))
         env.send(np.zeros(2, dtype=np.int64))
 
 
-def test_sync_mode_send_and_recv_are_step():
-    a = fastbatch.make("CartPole-v1", num_envs=3, seed=1)
-    b = fastbatch.make("CartPole-v1", num_envs=3, seed=1)
+ASYNC_MISUSE = {
+    "recv without send": lambda env: env.recv(),
+    "env sent twice": lambda env: (
+        env.send(np.zeros(1, dtype=np.int64), np.array([0])),
+        env.send(np.zeros(2, dtype=np.int64), np.array([1, 0])),
+    ),
+    "fewer in flight than batch_size": lambda env: (
+        env.send(np.zeros(1, dtype=np.int64), np.array([0])),
+        env.recv(),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ASYNC_MISUSE))
+def test_async_misuse_raises_the_same_error_on_both_backends(all_backends, case):
+    raised = {}
+    for name in ("native", "process"):
+        env = all_backends[name].make_async(4, 2)
+        env.reset()
+        raised[name] = raised_by(ASYNC_MISUSE[case], env)
+    assert raised["native"] == raised["process"]
+    assert issubclass(raised["native"][0], AsyncStateError)
+
+
+@pytest.mark.parametrize("backend", ["native", "process"], indirect=True)
+def test_sync_mode_send_and_recv_are_step(backend):
+    a = backend.make(3, "CartPole-v1", seed=1)
+    b = backend.make(3, "CartPole-v1", seed=1)
     a.reset()
     b.reset()
     actions = np.array([0, 1, 1])
@@ -119,19 +154,19 @@ def test_sync_mode_send_and_recv_are_step():
         a.recv()
 
 
-def test_reset_drains_steps_in_flight_and_close_does_not_hang():
-    env = fastbatch.make("Acrobot-v1", num_envs=64, batch_size=8, seed=0, num_threads=2)
+def test_reset_drains_steps_in_flight_and_close_does_not_hang(async_backend):
+    env = async_backend.make_async(6, 2, "Acrobot-v1", seed=0)
     env.reset()
-    env.send(np.zeros(64, dtype=np.int64))
+    env.send(np.zeros(6, dtype=np.int64))
     obs, _ = env.reset(seed=0)
-    assert obs.shape == (64, 6)
-    env.step(np.zeros(64, dtype=np.int64))
-    env.send(np.zeros(8, dtype=np.int64))
+    assert obs.shape == (6, 6)
+    env.step(np.zeros(6, dtype=np.int64))
+    env.send(np.zeros(2, dtype=np.int64))
     env.close()
 
 
-def test_an_env_error_in_async_mode_names_the_env():
-    env = fastbatch.make("_TestCounter-v0", num_envs=4, batch_size=2, throw_at_step=2, num_threads=2)
+def test_an_env_error_in_async_mode_names_the_env(async_backend):
+    env = async_backend.make_async(4, 2, throw_at_step=2)
     env.reset()
     env.send(np.zeros(4, dtype=np.int64))
     env.recv()
@@ -145,15 +180,40 @@ def test_an_env_error_in_async_mode_names_the_env():
     env.recv()
 
 
-def test_batch_size_must_fit():
+def test_batch_size_must_fit(async_backend):
     with pytest.raises(ValueError, match="batch_size must be at most num_envs"):
-        fastbatch.make("CartPole-v1", num_envs=2, batch_size=3)
+        async_backend.make_async(2, 3)
     with pytest.raises(ValueError, match="batch_size"):
-        fastbatch.make("CartPole-v1", num_envs=2, batch_size=0)
+        async_backend.make_async(2, 0)
+
+
+# ---------------------------------------------------------------------------- native
+@pytest.mark.parametrize("num_workers", [1, 2, 3])
+def test_native_trajectories_do_not_depend_on_num_workers(num_workers):
+    sync = fastbatch.make("CartPole-v1", num_envs=10, seed=3)
+    env = fastbatch.make("CartPole-v1", num_envs=10, batch_size=4, seed=3, num_workers=num_workers)
+    _assert_each_env_follows_its_sync_trajectory(sync, env, steps=300)
+
+
+def test_native_send_checks_env_ids():
+    env = fastbatch.make("CartPole-v1", num_envs=4, batch_size=2, seed=0, num_workers=2)
+    env.reset()
+    env.send(np.zeros(1, dtype=np.int64), np.array([0]))
+    with pytest.raises(ValueError, match="outside"):
+        env.send(np.zeros(1, dtype=np.int64), np.array([9]))
+    with pytest.raises(ValueError, match="appears twice"):
+        env.send(np.zeros(2, dtype=np.int64), np.array([2, 2]))
+    with pytest.raises(ValueError, match=r"shape \(2,\)"):
+        env.send(np.zeros(3, dtype=np.int64), np.array([1, 2]))
+    with pytest.raises(TypeError, match="env_ids"):
+        env.send(np.zeros(1, dtype=np.int64), np.array([1.0]))
+    env.send(np.zeros(1, dtype=np.int64), np.array([1]))  # the failed calls queued nothing
+    *_, info = env.recv()
+    assert sorted(info["env_id"].tolist()) == [0, 1]
 
 
 def test_envs_in_flight_are_not_touched_by_seed_state_or_masked_reset():
-    env = fastbatch.make("CartPole-v1", num_envs=4, batch_size=2, seed=0, num_threads=2)
+    env = fastbatch.make("CartPole-v1", num_envs=4, batch_size=2, seed=0, num_workers=2)
     env.reset()
     env.send(np.zeros(4, dtype=np.int64))
     obs, *_, info = env.recv()  # two envs are still in flight
@@ -167,3 +227,21 @@ def test_envs_in_flight_are_not_touched_by_seed_state_or_masked_reset():
     assert obs.shape == (4, 4)
     env.reset(seed=3)  # reseeding drains what is in flight
     env.step(np.zeros(4, dtype=np.int64))
+
+
+# ---------------------------------------------------------------------------- process
+def test_process_async_send_recv_works_on_whole_worker_blocks():
+    env = scripted(4, num_workers=2, batch_size=2)
+    env.reset(seed=0)
+    env.send(np.zeros(4, dtype=np.int64))
+    seen = []
+    for _ in range(6):
+        obs, *_, info = env.recv()
+        assert obs.shape == (2, 2)
+        seen.append(tuple(info["env_id"]))
+        env.send(np.zeros(2, dtype=np.int64), info["env_id"])
+    assert set(seen) == {(0, 1), (2, 3)}
+    with pytest.raises(fastbatch.AsyncStateError):
+        env.send(np.zeros(2, dtype=np.int64), info["env_id"])
+    with pytest.raises(ValueError, match="whole worker blocks"):
+        env.close() or scripted(4, num_workers=2, batch_size=3)

@@ -5,27 +5,46 @@ documented fastbatch error; the process never crashes; after an error the env st
 
 from __future__ import annotations
 
+import fastbatch
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import fastbatch
-
 ENV_IDS = fastbatch.list_envs()
 ALLOWED = (TypeError, ValueError, fastbatch.AsyncStateError, fastbatch.ClosedEnvError)
 
-weird_numbers = st.sampled_from([0, 1, -1, 2, 3, 7, 2**31, -(2**63), 2**63 - 1, np.nan, np.inf, -np.inf, 0.5, 1e30])
+weird_numbers = st.sampled_from(
+    [0, 1, -1, 2, 3, 7, 2**31, -(2**63), 2**63 - 1, np.nan, np.inf, -np.inf, 0.5, 1e30]
+)
 
 
 @st.composite
 def arrays(draw, num_envs):
     """Arrays of varied dtypes, shapes, layouts and alignments, values often out of range."""
-    dtype = draw(st.sampled_from([np.int64, np.int32, np.uint8, np.float32, np.float64, np.bool_, np.complex64]))
-    shape = draw(st.sampled_from([(num_envs,), (num_envs, 1), (num_envs, 2), (num_envs + 1,), (), (0,),
-                                  (max(num_envs - 1, 0), 1), (num_envs, 1, 1)]))
+    dtype = draw(
+        st.sampled_from(
+            [np.int64, np.int32, np.uint8, np.float32, np.float64, np.bool_, np.complex64]
+        )
+    )
+    shape = draw(
+        st.sampled_from(
+            [
+                (num_envs,),
+                (num_envs, 1),
+                (num_envs, 2),
+                (num_envs + 1,),
+                (),
+                (0,),
+                (max(num_envs - 1, 0), 1),
+                (num_envs, 1, 1),
+            ]
+        )
+    )
     values = np.array(draw(st.lists(weird_numbers, min_size=1, max_size=4)), dtype=np.float64)
     with np.errstate(all="ignore"):
-        base = np.resize(values, int(np.prod(shape)) if shape else 1).astype(dtype, casting="unsafe")
+        base = np.resize(values, int(np.prod(shape)) if shape else 1).astype(
+            dtype, casting="unsafe"
+        )
     array = base.reshape(shape) if shape else base.reshape(())
     layout = draw(st.sampled_from(["c", "fortran", "strided", "misaligned"]))
     if layout == "fortran" and array.ndim > 1:
@@ -49,7 +68,9 @@ calls = st.lists(
     st.one_of(
         st.tuples(st.just("step_valid"), st.none()),
         st.tuples(st.just("step"), st.none()),
-        st.tuples(st.just("reset"), st.one_of(st.none(), st.integers(-5, 2**64 + 5), st.text(max_size=2))),
+        st.tuples(
+            st.just("reset"), st.one_of(st.none(), st.integers(-5, 2**64 + 5), st.text(max_size=2))
+        ),
         st.tuples(st.just("reset_mask"), st.lists(st.booleans(), min_size=0, max_size=6)),
         st.tuples(st.just("send"), st.none()),
         st.tuples(st.just("recv"), st.none()),
@@ -70,15 +91,21 @@ calls = st.lists(
     sequence=calls,
     data=st.data(),
 )
-def test_random_call_sequences_never_crash(env_id, num_envs, threads, async_mode, mode, sequence, data):
+def test_random_call_sequences_never_crash(
+    env_id, num_envs, threads, async_mode, mode, sequence, data
+):
     batch = max(1, num_envs - 1) if async_mode else None
-    env = fastbatch.make(env_id, num_envs=num_envs, num_threads=threads, batch_size=batch, autoreset_mode=mode)
+    env = fastbatch.make(
+        env_id, num_envs=num_envs, num_workers=threads, batch_size=batch, autoreset_mode=mode
+    )
     rng = np.random.default_rng(0)
     rows = num_envs
     for name, arg in sequence:
         try:
             if name == "step_valid":
-                result = env.step(valid_actions(env, rng)[:rows] if env.is_async else valid_actions(env, rng))
+                result = env.step(
+                    valid_actions(env, rng)[:rows] if env.is_async else valid_actions(env, rng)
+                )
                 rows = len(result[1])
             elif name == "step":
                 env.step(data.draw(arrays(num_envs)))
@@ -109,13 +136,23 @@ def test_random_call_sequences_never_crash(env_id, num_envs, threads, async_mode
 
 
 @settings(max_examples=100, deadline=None)
-@given(num_envs=st.integers(-3, 3), threads=st.one_of(st.none(), st.integers(-2, 4)),
-       steps=st.one_of(st.none(), st.integers(-2, 5)), batch=st.one_of(st.none(), st.integers(-1, 4)),
-       env_id=st.sampled_from(ENV_IDS + ["nope", "fastbatch/CartPole-v1"]))
+@given(
+    num_envs=st.integers(-3, 3),
+    threads=st.one_of(st.none(), st.integers(-2, 4)),
+    steps=st.one_of(st.none(), st.integers(-2, 5)),
+    batch=st.one_of(st.none(), st.integers(-1, 4)),
+    env_id=st.sampled_from(ENV_IDS + ["nope", "fastbatch/CartPole-v1"]),
+)
 def test_random_make_arguments(num_envs, threads, steps, batch, env_id):
     try:
-        env = fastbatch.make(env_id, num_envs=num_envs, num_threads=threads, max_episode_steps=steps,
-                             batch_size=batch, backend="native")
+        env = fastbatch.make(
+            env_id,
+            num_envs=num_envs,
+            num_workers=threads,
+            max_episode_steps=steps,
+            batch_size=batch,
+            backend="native",
+        )
     except (TypeError, ValueError):
         return
     obs, _ = env.reset(seed=1)

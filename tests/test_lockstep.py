@@ -10,14 +10,13 @@ episodes end both by termination and by truncation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
+import fastbatch
 import gymnasium
 import numpy as np
 import pytest
-
-import fastbatch
 
 NUM_ENVS = 4
 STEPS = 2_600  # per env: 4 envs x 2,600 = 10,400 env steps per seed
@@ -74,7 +73,9 @@ CASES = {
         lambda rng, obs, p: _continuous(rng, p, -2.0, 2.0, towards=obs[2]),
         can_terminate=False,
     ),
-    "MountainCar-v0": Case(_set_state(np.float64), _state_obs, lambda rng, obs, p: _pump(rng, obs, p, 1)),
+    "MountainCar-v0": Case(
+        _set_state(np.float64), _state_obs, lambda rng, obs, p: _pump(rng, obs, p, 1)
+    ),
     "MountainCarContinuous-v0": Case(
         _set_state(np.float64),
         _state_obs,
@@ -92,7 +93,7 @@ CASES = {
 @pytest.mark.parametrize("env_id", sorted(CASES))
 def test_lockstep_with_gymnasium(env_id, seed):
     case = CASES[env_id]
-    native = fastbatch.make(env_id, num_envs=NUM_ENVS, num_threads=2)
+    native = fastbatch.make(env_id, num_envs=NUM_ENVS, num_workers=2)
     refs = [gymnasium.make(env_id, disable_env_checker=True) for _ in range(NUM_ENVS)]
     rng = np.random.default_rng(1000 + seed)
 
@@ -120,8 +121,11 @@ def test_lockstep_with_gymnasium(env_id, seed):
             where = f"{env_id} seed {seed} env {i} step {t}"
             np.testing.assert_allclose(obs[i], r_obs, rtol=1e-5, atol=1e-6, err_msg=where)
             np.testing.assert_allclose(
-                native.get_env_state(i), np.asarray(ref.unwrapped.state, dtype=np.float64),
-                rtol=1e-9, atol=1e-12, err_msg=where,
+                native.get_env_state(i),
+                np.asarray(ref.unwrapped.state, dtype=np.float64),
+                rtol=1e-9,
+                atol=1e-12,
+                err_msg=where,
             )
             assert reward[i] == pytest.approx(float(r_reward), rel=1e-6, abs=1e-6), where
             assert bool(terminated[i]) == r_term, where

@@ -8,11 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import fastbatch
 import gymnasium
 import numpy as np
 import pytest
-
-import fastbatch
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "native_env_plugin"
@@ -20,7 +19,7 @@ FAULTY = Path(__file__).parent / "plugins" / "faulty_plugins.cc"
 
 
 def run(cmd, cwd):
-    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
     assert done.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
@@ -49,8 +48,21 @@ def faulty(tmp_path_factory):
     def build(fault: int) -> Path:
         if fault not in built:
             out = folder / f"libfaulty{fault}.so"
-            run([compiler, "-std=c++17", "-O1", "-shared", "-fPIC", f"-DFAULT={fault}",
-                 f"-I{fastbatch.get_include()}", str(FAULTY), "-o", str(out)], folder)
+            run(
+                [
+                    compiler,
+                    "-std=c++17",
+                    "-O1",
+                    "-shared",
+                    "-fPIC",
+                    f"-DFAULT={fault}",
+                    f"-I{fastbatch.get_include()}",
+                    str(FAULTY),
+                    "-o",
+                    str(out),
+                ],
+                folder,
+            )
             built[fault] = out
         return built[fault]
 
@@ -65,13 +77,17 @@ def test_the_example_plugin_runs_like_a_builtin(example_library):
     assert obs.shape == (64, 6) and env.single_action_space.shape == (2,)
     ended = 0
     for _ in range(400):
-        obs, reward, terminated, truncated, info = env.step(np.clip(obs[:, 4:6] * 5.0, -1, 1))
+        obs, _reward, terminated, _truncated, _info = env.step(np.clip(obs[:, 4:6] * 5.0, -1, 1))
         assert env.observation_space.contains(obs)
         ended += int(terminated.sum())
     assert ended > 0  # the greedy controller reaches targets
     again = fastbatch.make("PointReacher-v0", num_envs=64, seed=0)
-    np.testing.assert_array_equal(again.reset()[0], fastbatch.make("PointReacher-v0", num_envs=64, seed=0).reset()[0])
-    vec = gymnasium.make_vec("fastbatch/PointReacher-v0", num_envs=4, vectorization_mode="vector_entry_point")
+    np.testing.assert_array_equal(
+        again.reset()[0], fastbatch.make("PointReacher-v0", num_envs=64, seed=0).reset()[0]
+    )
+    vec = gymnasium.make_vec(
+        "fastbatch/PointReacher-v0", num_envs=4, vectorization_mode="vector_entry_point"
+    )
     assert vec.reset(seed=1)[0].shape == (4, 6)
 
 
@@ -85,7 +101,9 @@ def test_kwargs_reach_the_plugin_and_unknown_ones_are_refused(example_library):
     with pytest.raises(TypeError, match="unexpected keyword argument.*'mass'"):
         fastbatch.make("PointReacher-v0", num_envs=2, mass=1.0)
     # Registration defaults apply to every make() of that id.
-    fastbatch.register_native_env("FrozenReacher-v0", example_library, replace=True, force_scale=0.0)
+    fastbatch.register_native_env(
+        "FrozenReacher-v0", example_library, replace=True, force_scale=0.0
+    )
     env = fastbatch.make("FrozenReacher-v0", num_envs=8, seed=0)
     start, _ = env.reset()
     start = start.copy()
@@ -152,7 +170,7 @@ def test_bad_sources_raise_clear_errors(tmp_path):
 
 def test_a_plugin_exception_propagates_like_a_builtins(faulty):
     fastbatch.register_native_env("Throwing-v0", faulty(4), replace=True)
-    env = fastbatch.make("Throwing-v0", num_envs=8, num_threads=2)
+    env = fastbatch.make("Throwing-v0", num_envs=8, num_workers=2)
     env.reset(seed=0)
     env.step(np.zeros(8, dtype=np.int64))
     actions = np.zeros(8, dtype=np.int64)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 import fastbatch
+import numpy as np
 
 
 def rss_bytes() -> int:
@@ -15,7 +14,7 @@ def rss_bytes() -> int:
 
 
 def test_an_idle_pool_uses_almost_no_cpu():
-    env = fastbatch.make("CartPole-v1", num_envs=256, num_threads=2, seed=0)
+    env = fastbatch.make("CartPole-v1", num_envs=256, num_workers=2, seed=0)
     env.reset()
     actions = np.zeros(256, dtype=np.int64)
     for _ in range(200):
@@ -28,7 +27,7 @@ def test_an_idle_pool_uses_almost_no_cpu():
 
 
 def test_steady_stepping_does_not_grow_memory():
-    env = fastbatch.make("CartPole-v1", num_envs=64, num_threads=2, seed=0)
+    env = fastbatch.make("CartPole-v1", num_envs=64, num_workers=2, seed=0)
     env.reset()
     actions = np.ones(64, dtype=np.int64)
     for _ in range(20_000):  # warm up: slots, info arrays, allocator pools

@@ -12,14 +12,22 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")  # installed by the test extra
 
-import fastbatch  # noqa: E402
-from fastbatch.ppo import PPOConfig, resolve, train  # noqa: E402
-from fastbatch.ppo.agent import Agent, adapt_kl_penalty  # noqa: E402
-from fastbatch.ppo.normalize import RunningMeanStd  # noqa: E402
-from fastbatch.ppo.train import make_env  # noqa: E402
+import fastbatch
+from fastbatch.ppo import PPOConfig, resolve, train
+from fastbatch.ppo.agent import Agent, adapt_kl_penalty
+from fastbatch.ppo.normalize import RunningMeanStd
+from fastbatch.ppo.train import make_env
 
-TINY = dict(num_envs=4, rollout_steps=16, minibatches=2, epochs=2, checkpoint_every=2, eval_episodes=2,
-            policy_layers=(16,), value_layers=(16,))
+TINY = {
+    "num_envs": 4,
+    "rollout_steps": 16,
+    "minibatches": 2,
+    "epochs": 2,
+    "checkpoint_every": 2,
+    "eval_episodes": 2,
+    "policy_layers": (16,),
+    "value_layers": (16,),
+}
 
 
 def gae_reference(values, rewards, terminated, truncated, final_values, last_values, gamma, lam):
@@ -45,11 +53,25 @@ def test_gae_handles_termination_and_truncation_like_the_numpy_reference():
     values, rewards = rng.normal(size=(T, N)), rng.normal(size=(T, N))
     terminated, truncated = rng.random((T, N)) < 0.1, rng.random((T, N)) < 0.1
     final_values, last_values = rng.normal(size=(T, N)), rng.normal(size=N)
-    f32 = lambda x: tf.constant(x, tf.float32)  # noqa: E731
-    adv, ret = agent.advantages(f32(values), f32(rewards), tf.constant(terminated), tf.constant(truncated),
-                                f32(final_values), f32(last_values))
-    ref_adv, ref_ret = gae_reference(values, rewards, terminated, truncated, final_values, last_values,
-                                     config.gamma, config.gae_lambda)
+    f32 = lambda x: tf.constant(x, tf.float32)
+    adv, ret = agent.advantages(
+        f32(values),
+        f32(rewards),
+        tf.constant(terminated),
+        tf.constant(truncated),
+        f32(final_values),
+        f32(last_values),
+    )
+    ref_adv, ref_ret = gae_reference(
+        values,
+        rewards,
+        terminated,
+        truncated,
+        final_values,
+        last_values,
+        config.gamma,
+        config.gae_lambda,
+    )
     np.testing.assert_allclose(adv.numpy(), ref_adv, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(ret.numpy(), ref_ret, rtol=1e-4, atol=1e-4)
     env.close()
@@ -72,7 +94,9 @@ def test_running_statistics_match_numpy():
     np.testing.assert_allclose(rms.mean.numpy(), data.mean(axis=0), rtol=1e-6)
     np.testing.assert_allclose(rms.var.numpy(), data.var(axis=0), rtol=1e-4)
     normalized = rms.normalize(tf.constant(data[:4]), clip=10.0).numpy()
-    np.testing.assert_allclose(normalized, (data[:4] - data.mean(0)) / np.sqrt(data.var(0) + 1e-8), rtol=1e-4)
+    np.testing.assert_allclose(
+        normalized, (data[:4] - data.mean(0)) / np.sqrt(data.var(0) + 1e-8), rtol=1e-4
+    )
 
 
 @pytest.mark.parametrize("env_id, region", [("CartPole-v1", "clip"), ("Pendulum-v1", "kl")])
@@ -100,10 +124,14 @@ def test_resume_continues_the_run_exactly(tmp_path):
     weights = []
     for run in ("whole", "split"):
         reader = tf.train.load_checkpoint(str(tmp_path / run / "checkpoints"))
-        weights.append({k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map() if "agent" in k})
+        weights.append(
+            {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map() if "agent" in k}
+        )
     assert weights[0].keys() == weights[1].keys() and len(weights[0]) > 10
     for key in weights[0]:
-        np.testing.assert_allclose(weights[0][key], weights[1][key], rtol=1e-5, atol=1e-6, err_msg=key)
+        np.testing.assert_allclose(
+            weights[0][key], weights[1][key], rtol=1e-5, atol=1e-6, err_msg=key
+        )
 
 
 def test_saved_model_reproduces_the_deterministic_policy(tmp_path):
@@ -112,7 +140,9 @@ def test_saved_model_reproduces_the_deterministic_policy(tmp_path):
     model = tf.saved_model.load(str(tmp_path / "policy"))
     env = make_env(config)
     agent = Agent(config, env)
-    tf.train.Checkpoint(agent=agent).restore(tf.train.latest_checkpoint(str(tmp_path / "checkpoints")))
+    tf.train.Checkpoint(agent=agent).restore(
+        tf.train.latest_checkpoint(str(tmp_path / "checkpoints"))
+    )
     obs = np.random.default_rng(0).normal(size=(32, 3)).astype(np.float32) * 3
     served = next(iter(model.signatures["serving_default"](obs=tf.constant(obs)).values())).numpy()
     np.testing.assert_allclose(served, agent.act(tf.constant(obs)).numpy(), rtol=1e-6, atol=1e-6)
@@ -122,11 +152,31 @@ def test_saved_model_reproduces_the_deterministic_policy(tmp_path):
 
 def test_cli_trains_end_to_end_and_evaluates(tmp_path):
     run = tmp_path / "run"
-    cmd = [sys.executable, "-m", "fastbatch", "train", "cartpole", "--steps", "1024", "--logdir", str(run),
-           "--quiet", "--set", "eval_episodes=2", "--set", "num_envs=4"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    cmd = [
+        sys.executable,
+        "-m",
+        "fastbatch",
+        "train",
+        "cartpole",
+        "--steps",
+        "1024",
+        "--logdir",
+        str(run),
+        "--quiet",
+        "--set",
+        "eval_episodes=2",
+        "--set",
+        "num_envs=4",
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
-    for name in ("config.json", "progress.csv", "curve.png", "result.json", "policy/saved_model.pb"):
+    for name in (
+        "config.json",
+        "progress.csv",
+        "curve.png",
+        "result.json",
+        "policy/saved_model.pb",
+    ):
         assert (run / name).exists(), name
     assert list(run.glob("events.out.tfevents.*")) and list((run / "checkpoints").glob("ckpt-*"))
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -134,22 +184,51 @@ def test_cli_trains_end_to_end_and_evaluates(tmp_path):
     events = EventAccumulator(str(run))
     events.Reload()
     scalars = set(events.Tags()["scalars"])
-    for tag in ("loss/policy", "loss/value", "loss/entropy", "kl", "beta", "clip_fraction",
-                "explained_variance", "sps", "episode/return", "episode/length"):
+    for tag in (
+        "loss/policy",
+        "loss/value",
+        "loss/entropy",
+        "kl",
+        "beta",
+        "clip_fraction",
+        "explained_variance",
+        "sps",
+        "episode/return",
+        "episode/length",
+    ):
         assert tag in scalars, tag
     updates = 1024 // (4 * resolve("cartpole").rollout_steps)
-    assert [e.step for e in events.Scalars("kl")] == [4 * resolve("cartpole").rollout_steps * (u + 1) for u in range(updates)]
+    assert [e.step for e in events.Scalars("kl")] == [
+        4 * resolve("cartpole").rollout_steps * (u + 1) for u in range(updates)
+    ]
     assert json.loads((run / "config.json").read_text())["num_envs"] == 4
     result = json.loads((run / "result.json").read_text())
     assert result["env_steps"] >= 1024 and result["eval_return"] is not None
-    out = subprocess.run([sys.executable, "-m", "fastbatch", "eval", str(run / "policy"), "--env", "CartPole-v1",
-                          "--episodes", "3"], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fastbatch",
+            "eval",
+            str(run / "policy"),
+            "--env",
+            "CartPole-v1",
+            "--episodes",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["episodes"] == 3
 
 
 def test_ppo_learns_cartpole_within_a_small_budget(tmp_path):
-    result = train(resolve("cartpole", total_steps=81_920, eval_episodes=5), tmp_path, progress=False)
+    result = train(
+        resolve("cartpole", total_steps=81_920, eval_episodes=5), tmp_path, progress=False
+    )
     # Random play scores about 22; this budget reaches 500 (seeds 0-5, with and without oneDNN,
     # measured, ~3.5 s).
     assert result["train_return"] > 300 and result["eval_return"] > 300, result

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import fastbatch
 import numpy as np
 import pytest
 
-import fastbatch
-
 tf = pytest.importorskip("tensorflow")  # installed by the `test` extra; skipped only outside CI
-from fastbatch.tf import as_tensor, is_aliasable  # noqa: E402
+from fastbatch.tf import as_tensor, is_aliasable
 
 
 def data_pointer(tensor):

@@ -1,0 +1,52 @@
+"""The package itself: its env list, gymnasium registration, errors, headers and version, and
+that importing it never imports TensorFlow."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+import sys
+from pathlib import Path
+
+import fastbatch
+import gymnasium
+
+
+def test_list_envs_has_the_five_classic_control_envs():
+    assert fastbatch.list_envs() == [
+        "Acrobot-v1",
+        "CartPole-v1",
+        "MountainCar-v0",
+        "MountainCarContinuous-v0",
+        "Pendulum-v1",
+    ]
+
+
+def test_import_does_not_import_tensorflow():
+    code = "import sys, fastbatch; fastbatch.make('CartPole-v1', 2); print('tensorflow' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_public_headers_are_installed():
+    include = Path(fastbatch.get_include())
+    assert (include / "fastbatch" / "env.h").is_file()
+    assert (include / "fastbatch" / "abi.h").is_file()
+
+
+def test_make_vec_through_the_gymnasium_registry():
+    env = gymnasium.make_vec(
+        "fastbatch/CartPole-v1", num_envs=4, vectorization_mode="vector_entry_point"
+    )
+    assert isinstance(env, fastbatch.NativeVectorEnv)
+    assert env.num_envs == 4
+    obs, _ = env.reset(seed=1)
+    assert obs.shape == (4, 4)
+
+
+def test_unknown_env_error_is_a_value_error():
+    assert issubclass(fastbatch.UnknownEnvError, ValueError)
+
+
+def test_version_is_the_installed_distributions():
+    assert fastbatch.__version__ == importlib.metadata.version("fastbatch")
