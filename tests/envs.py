@@ -15,10 +15,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import fastbatch
 import gymnasium
 import numpy as np
 from gymnasium.wrappers import TimeLimit
+
+import fastbatch
 
 COUNTER = "_TestCounter-v0"
 
@@ -338,7 +339,7 @@ def scripted(n: int, length: int = 5, **kwargs: Any):
 
 def worker_processes(env) -> list:
     """The `subprocess.Popen` of each block of a process-backend env (None: stepped in the caller)."""
-    return env._processes
+    return env._workers.processes
 
 
 def random_actions(env, rng: np.random.Generator) -> np.ndarray:
@@ -387,6 +388,6 @@ def raised_by(call: Callable[[Any], Any], env) -> tuple[type, str] | None:
     """The type and text of what `call(env)` raised (None: nothing was raised)."""
     try:
         call(env)
-    except Exception as exc:  # noqa: BLE001 - what was raised is the result
+    except Exception as exc:  # what was raised is the result
         return type(exc), str(exc)
     return None

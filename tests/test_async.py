@@ -4,11 +4,11 @@ batch_size is whole blocks); then what only one backend does."""
 
 from __future__ import annotations
 
-import fastbatch
 import numpy as np
 import pytest
-from fastbatch import AsyncStateError
 
+import fastbatch
+from fastbatch import AsyncStateError
 from tests.envs import raised_by, scripted
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import re
 
-import fastbatch
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers import TimeLimit
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
+import fastbatch
 from tests.envs import COUNTER, CounterEnv, assert_infos_equal, raised_by, random_actions
 
 

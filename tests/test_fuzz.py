@@ -5,10 +5,11 @@ documented fastbatch error; the process never crashes; after an error the env st
 
 from __future__ import annotations
 
-import fastbatch
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import fastbatch
 
 ENV_IDS = fastbatch.list_envs()
 ALLOWED = (TypeError, ValueError, fastbatch.AsyncStateError, fastbatch.ClosedEnvError)
@@ -83,7 +84,7 @@ calls = st.lists(
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    env_id=st.sampled_from(ENV_IDS + ["_TestCounter-v0"]),
+    env_id=st.sampled_from([*ENV_IDS, "_TestCounter-v0"]),
     num_envs=st.integers(1, 5),
     threads=st.integers(1, 3),
     async_mode=st.booleans(),
@@ -141,7 +142,7 @@ def test_random_call_sequences_never_crash(
     threads=st.one_of(st.none(), st.integers(-2, 4)),
     steps=st.one_of(st.none(), st.integers(-2, 5)),
     batch=st.one_of(st.none(), st.integers(-1, 4)),
-    env_id=st.sampled_from(ENV_IDS + ["nope", "fastbatch/CartPole-v1"]),
+    env_id=st.sampled_from([*ENV_IDS, "nope", "fastbatch/CartPole-v1"]),
 )
 def test_random_make_arguments(num_envs, threads, steps, batch, env_id):
     try:

@@ -3,13 +3,13 @@ or shared memory, equals SyncVectorEnv's infos; and the layout helpers' fast pat
 
 from __future__ import annotations
 
-import fastbatch
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import fastbatch
 from tests.envs import NumericInfoEnv, ScriptedEnv
 
 
@@ -64,7 +64,9 @@ def test_numeric_infos_travel_through_shared_memory_and_match_gymnasium(mode):
             robs, _, rte, _rtr, rinfo = ref.step(actions)
             np.testing.assert_array_equal(te, rte)
             done = te | tr
-            shared += int(env._v["control"][1, 4] == 2)  # HAS_INFO of worker 1: INFO_SHARED
+            shared += int(
+                env._workers.views["control"][1, 4] == 2
+            )  # HAS_INFO of worker 1: INFO_SHARED
         np.testing.assert_array_equal(obs, robs)
         info.pop("episode", None), info.pop("_episode", None)
         assert info.keys() == rinfo.keys(), t

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import fastbatch
 import gymnasium
 import numpy as np
 import pytest
+
+import fastbatch
 
 NUM_ENVS = 4
 STEPS = 2_600  # per env: 4 envs x 2,600 = 10,400 env steps per seed

@@ -7,12 +7,12 @@ from __future__ import annotations
 import threading
 import time
 
-import fastbatch
 import gymnasium
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
+import fastbatch
 from tests.envs import assert_same, random_actions, rollout
 
 ENV_IDS = fastbatch.list_envs()
@@ -218,7 +218,7 @@ def test_concurrent_calls_from_two_threads_raise_instead_of_corrupting():
                 env.step(actions)
             except RuntimeError as exc:
                 errors.append(str(exc))
-            except Exception as exc:  # noqa: BLE001 - anything else is a failure
+            except Exception as exc:  # anything else is a failure
                 crashes.append(exc)
 
     threads = [threading.Thread(target=hammer) for _ in range(2)]

@@ -8,8 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import fastbatch
 import gymnasium
+
+import fastbatch
 
 
 def test_list_envs_has_the_five_classic_control_envs():

@@ -8,10 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import fastbatch
 import gymnasium
 import numpy as np
 import pytest
+
+import fastbatch
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "native_env_plugin"

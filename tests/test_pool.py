@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
-import fastbatch
 import numpy as np
+
+import fastbatch
 
 
 def rss_bytes() -> int:

@@ -53,7 +53,10 @@ def test_gae_handles_termination_and_truncation_like_the_numpy_reference():
     values, rewards = rng.normal(size=(T, N)), rng.normal(size=(T, N))
     terminated, truncated = rng.random((T, N)) < 0.1, rng.random((T, N)) < 0.1
     final_values, last_values = rng.normal(size=(T, N)), rng.normal(size=N)
-    f32 = lambda x: tf.constant(x, tf.float32)
+
+    def f32(x):
+        return tf.constant(x, tf.float32)
+
     adv, ret = agent.advantages(
         f32(values),
         f32(rewards),

@@ -4,12 +4,12 @@ and its result buffers."""
 
 from __future__ import annotations
 
-import fastbatch
 import gymnasium
 import numpy as np
 import pytest
 from gymnasium.vector import SyncVectorEnv
 
+import fastbatch
 from tests.envs import LegacyEnv, scripted, worker_processes
 
 

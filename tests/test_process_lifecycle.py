@@ -11,13 +11,13 @@ import textwrap
 import threading
 import time
 
-import fastbatch
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+import fastbatch
 from tests.envs import CrashOnResetEnv, RestartOnceEnv, ScriptedEnv, scripted, worker_processes
 
 
@@ -72,7 +72,7 @@ def test_workers_die_with_a_killed_parent(tmp_path):
         import sys, time, fastbatch
         env = fastbatch.make("CartPole-v1", 4, backend="process", num_workers=2, in_parent=False)
         env.reset()
-        print(" ".join(str(p.pid) for p in env._processes if p), flush=True)
+        print(" ".join(str(pid) for pid in env.worker_pids if pid), flush=True)
         time.sleep(60)
         """
         )

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import fastbatch
 import numpy as np
 import pytest
+
+import fastbatch
 
 tf = pytest.importorskip("tensorflow")  # installed by the `test` extra; skipped only outside CI
 from fastbatch.tf import as_tensor, is_aliasable

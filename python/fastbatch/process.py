@@ -247,18 +247,19 @@ class ProcessVectorEnv(BatchVectorEnv):
         return self._results(slice(None), infos, ended)
 
     def _send_envs(self, actions, env_ids):
+        workers = self._workers
         if env_ids is None:
             selected = self._idle_workers
             if not selected:
                 raise AsyncStateError(
                     "no env is waiting for actions; recv() first (or pass env_ids)"
                 )
+            ids = np.concatenate(
+                [np.arange(workers.block(w).start, workers.block(w).stop) for w in selected]
+            )
         else:
-            selected = self._workers_of(np.asarray(env_ids))
-        workers = self._workers
-        ids = np.concatenate(
-            [np.arange(workers.block(w).start, workers.block(w).stop) for w in selected]
-        )
+            ids = np.asarray(env_ids, dtype=np.int64)  # the actions' rows follow this order
+            selected = self._workers_of(ids)
         if self._disabled:
             self._check_disabled_autoreset(ids)
         checked = self._actions.check(actions, len(ids), ids)
@@ -318,9 +319,10 @@ class ProcessVectorEnv(BatchVectorEnv):
                     f"the process backend sends whole worker blocks; envs {block.tolist()} go together"
                 )
             if inside.any():
-                if w in self._in_flight:
+                if w in self._in_flight:  # the native pool's words for the same rule
+                    i = int(block[inside][0])
                     raise AsyncStateError(
-                        f"envs {block.tolist()} were already sent; recv() them first"
+                        f"env {i} was already sent and not yet received; recv() it first"
                     )
                 selected.append(w)
         if sum(len(self._workers.block(w)) for w in selected) != len(env_ids):
