@@ -10,17 +10,17 @@
 #include <pybind11/stl.h>
 
 #include <linux/futex.h>
-#include <sys/syscall.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <climits>
-#include <ctime>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <optional>
 #include <string>
@@ -93,7 +93,8 @@ struct EnvType {
     d["max_episode_steps"] = s->max_episode_steps;
     d["reward_threshold"] = s->has_reward_threshold ? py::cast(s->reward_threshold) : py::none();
     py::dict params;
-    for (int32_t i = 0; i < s->num_params; ++i) params[s->params[i].name] = s->params[i].default_value;
+    for (int32_t i = 0; i < s->num_params; ++i)
+      params[s->params[i].name] = s->params[i].default_value;
     d["params"] = params;
     return d;
   }
@@ -183,12 +184,12 @@ class CallGuard {
 // alive while the context is in use; the context is owned by its PyVectorPool.
 struct RolloutContext {
   VectorPool* pool = nullptr;
-  uint8_t* obs = nullptr;        // [T + 1, N, obs] of the observation dtype
-  float* reward = nullptr;       // [T, N]
-  uint8_t* terminated = nullptr; // [T, N]
-  uint8_t* truncated = nullptr;  // [T, N]
-  uint8_t* final_obs = nullptr;  // [T, N, obs]
-  int64_t steps = 0;             // T
+  uint8_t* obs = nullptr;         // [T + 1, N, obs] of the observation dtype
+  float* reward = nullptr;        // [T, N]
+  uint8_t* terminated = nullptr;  // [T, N]
+  uint8_t* truncated = nullptr;   // [T, N]
+  uint8_t* final_obs = nullptr;   // [T, N, obs]
+  int64_t steps = 0;              // T
   int64_t obs_dtype = 0;
   std::vector<double> episode_returns;  // episodes ended since the last read
   std::vector<int64_t> episode_lengths;
@@ -197,7 +198,8 @@ struct RolloutContext {
 
 // Steps the pool into slot t and writes the new observations as float32 to `next_obs`.
 // Returns 0, or -1 with the message in ctx->error. Must not be called concurrently.
-extern "C" int32_t FastbatchRolloutStep(void* raw, int64_t t, const void* actions, float* next_obs) {
+extern "C" int32_t FastbatchRolloutStep(void* raw, int64_t t, const void* actions,
+                                        float* next_obs) {
   auto* ctx = static_cast<RolloutContext*>(raw);
   try {
     if (t < 0 || t >= ctx->steps) throw std::out_of_range("rollout step index out of range");
@@ -217,7 +219,8 @@ extern "C" int32_t FastbatchRolloutStep(void* raw, int64_t t, const void* action
         ctx->episode_returns.push_back(pool.episode_return()[i]);
         ctx->episode_lengths.push_back(pool.episode_length()[i]);
         if (pool.autoreset_mode() == AutoresetMode::kSameStep) {
-          std::memcpy(ctx->final_obs + (t * n + i) * row, pool.final_obs() + i * row, static_cast<size_t>(row));
+          std::memcpy(ctx->final_obs + (t * n + i) * row, pool.final_obs() + i * row,
+                      static_cast<size_t>(row));
         }
       }
     }
@@ -233,7 +236,8 @@ extern "C" int32_t FastbatchRolloutStep(void* raw, int64_t t, const void* action
     }
     return 0;
   } catch (const EnvError& e) {
-    ctx->error = (e.env_index() >= 0 ? "env " + std::to_string(e.env_index()) + ": " : "") + e.what();
+    ctx->error =
+        (e.env_index() >= 0 ? "env " + std::to_string(e.env_index()) + ": " : "") + e.what();
   } catch (const std::exception& e) {
     ctx->error = e.what();
   }
@@ -271,8 +275,8 @@ class PyVectorPool {
     config.max_episode_steps = max_episode_steps;
     config.params = std::move(params);
     if (batch_size < 0 || batch_size > num_envs) {
-      throw py::value_error("batch_size must be between 1 and num_envs=" + std::to_string(num_envs) +
-                            ", got " + std::to_string(batch_size));
+      throw py::value_error("batch_size must be between 1 and num_envs=" +
+                            std::to_string(num_envs) + ", got " + std::to_string(batch_size));
     }
     config.batch_size = batch_size;
     pool_ = std::make_unique<VectorPool>(type.api, config);
@@ -494,9 +498,10 @@ class PyVectorPool {
     const int64_t n = pool_->num_envs();
     const int64_t t = reward.ndim() == 2 ? reward.shape(0) : -1;
     auto check = [&](const py::array& a, const char* name, py::ssize_t rows, int64_t row_bytes) {
-      if (!(a.flags() & py::array::c_style) || !a.writeable() || a.ndim() < 2 || a.shape(0) != rows ||
-          a.shape(1) != n || a.nbytes() != rows * n * row_bytes) {
-        throw py::value_error(std::string("rollout storage '") + name + "' has the wrong shape or layout");
+      if (!(a.flags() & py::array::c_style) || !a.writeable() || a.ndim() < 2 ||
+          a.shape(0) != rows || a.shape(1) != n || a.nbytes() != rows * n * row_bytes) {
+        throw py::value_error(std::string("rollout storage '") + name +
+                              "' has the wrong shape or layout");
       }
     };
     if (t <= 0) throw py::value_error("reward storage must have shape (T, num_envs)");
@@ -521,8 +526,10 @@ class PyVectorPool {
   // Episodes ended through the rollout context since the last call: (returns, lengths).
   py::tuple RolloutEpisodes() {
     if (!rollout_) return py::make_tuple(py::array_t<double>(0), py::array_t<int64_t>(0));
-    py::array_t<double> r(static_cast<py::ssize_t>(rollout_->episode_returns.size()), rollout_->episode_returns.data());
-    py::array_t<int64_t> l(static_cast<py::ssize_t>(rollout_->episode_lengths.size()), rollout_->episode_lengths.data());
+    py::array_t<double> r(static_cast<py::ssize_t>(rollout_->episode_returns.size()),
+                          rollout_->episode_returns.data());
+    py::array_t<int64_t> l(static_cast<py::ssize_t>(rollout_->episode_lengths.size()),
+                           rollout_->episode_lengths.data());
     rollout_->episode_returns.clear();
     rollout_->episode_lengths.clear();
     return py::make_tuple(r, l);
@@ -557,21 +564,24 @@ class PyVectorPool {
   static void CheckOut(const char* name, const py::array& a, const py::dtype& dtype,
                        const std::vector<py::ssize_t>& shape) {
     if (!a.dtype().is(dtype) && !a.dtype().equal(dtype)) {  // is(): the common, cheap case
-      throw py::type_error(std::string(name) + " must have dtype " + py::str(dtype).cast<std::string>() +
-                           ", got " + py::str(a.dtype()).cast<std::string>());
+      throw py::type_error(std::string(name) + " must have dtype " +
+                           py::str(dtype).cast<std::string>() + ", got " +
+                           py::str(a.dtype()).cast<std::string>());
     }
     bool same = a.ndim() == static_cast<py::ssize_t>(shape.size());
-    for (size_t d = 0; same && d < shape.size(); ++d) same = a.shape(static_cast<py::ssize_t>(d)) == shape[d];
+    for (size_t d = 0; same && d < shape.size(); ++d)
+      same = a.shape(static_cast<py::ssize_t>(d)) == shape[d];
     if (!same) {
-      throw py::value_error(std::string(name) + " must have shape " + ShapeString(shape) + ", got " +
-                            ShapeString(a));
+      throw py::value_error(std::string(name) + " must have shape " + ShapeString(shape) +
+                            ", got " + ShapeString(a));
     }
     if (!(a.flags() & py::array::c_style) || !a.writeable()) {
       throw py::value_error(std::string(name) + " must be a writeable C-contiguous array");
     }
     if (!IsAligned(a.data())) {
-      throw py::value_error(std::string(name) +
-                            " must be 64-byte aligned (use fastbatch.aligned_empty to allocate it)");
+      throw py::value_error(
+          std::string(name) +
+          " must be 64-byte aligned (use fastbatch.aligned_empty to allocate it)");
     }
   }
 
@@ -629,10 +639,10 @@ class PyVectorPool {
 
   static PyObject* PyArray_FromAny_(const py::array& a, const py::dtype& dtype) {
     auto& api = py::detail::npy_api::get();
-    PyObject* out = api.PyArray_FromAny_(a.ptr(), dtype.inc_ref().ptr(), 0, 0,
-                                         py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ |
-                                             py::detail::npy_api::NPY_ARRAY_FORCECAST_,
-                                         nullptr);
+    PyObject* out = api.PyArray_FromAny_(
+        a.ptr(), dtype.inc_ref().ptr(), 0, 0,
+        py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ | py::detail::npy_api::NPY_ARRAY_FORCECAST_,
+        nullptr);
     if (out == nullptr) throw py::error_already_set();
     return out;
   }
@@ -643,20 +653,23 @@ class PyVectorPool {
     auto check = [&](auto* p) {
       for (py::ssize_t i = 0; i < n; ++i) {
         if (std::isnan(p[i])) {
-          throw py::value_error("action for env " + std::to_string(i / std::max<py::ssize_t>(row, 1)) +
+          throw py::value_error("action for env " +
+                                std::to_string(i / std::max<py::ssize_t>(row, 1)) +
                                 " is NaN; continuous actions must be numbers (values outside the "
                                 "bounds are clipped as in gymnasium, NaN is refused)");
         }
       }
     };
-    if (a.dtype().equal(py::dtype::of<float>())) check(static_cast<const float*>(a.data()));
-    else if (a.dtype().equal(py::dtype::of<double>())) check(static_cast<const double*>(a.data()));
+    if (a.dtype().equal(py::dtype::of<float>()))
+      check(static_cast<const float*>(a.data()));
+    else if (a.dtype().equal(py::dtype::of<double>()))
+      check(static_cast<const double*>(a.data()));
   }
 
   EnvType type_;
   std::unique_ptr<VectorPool> pool_;
-  std::vector<Slot> slots_;        // num_envs rows: step/reset results
-  std::vector<Slot> batch_slots_;  // batch_size rows: recv results
+  std::vector<Slot> slots_;           // num_envs rows: step/reset results
+  std::vector<Slot> batch_slots_;     // batch_size rows: recv results
   py::object last_obs_ = py::none();  // the obs array last handed out (partial resets copy it)
   std::atomic<bool> busy_{false};
   std::atomic<bool> closing_{false};  // set by Close(): every later call is refused
@@ -683,7 +696,8 @@ double NativeLoopSeconds(const EnvType& type, int64_t num_envs, int64_t steps, u
   config.num_envs = num_envs;
   config.num_threads = 1;
   config.max_episode_steps = spec->max_episode_steps;
-  for (int32_t i = 0; i < spec->num_params; ++i) config.params.push_back(spec->params[i].default_value);
+  for (int32_t i = 0; i < spec->num_params; ++i)
+    config.params.push_back(spec->params[i].default_value);
   VectorPool pool(type.api, config);
   for (int64_t i = 0; i < num_envs; ++i) pool.Seed(i, seed + static_cast<uint64_t>(i));
   const int64_t act_size = spec->action.is_discrete ? 1 : SpaceSize(spec->action);
@@ -695,8 +709,12 @@ double NativeLoopSeconds(const EnvType& type, int64_t num_envs, int64_t steps, u
   Rng rng(&state);
   for (size_t k = 0; k < discrete.size(); ++k) {
     const size_t e = k % static_cast<size_t>(act_size);
-    discrete[k] = spec->action.is_discrete ? static_cast<int64_t>(rng.NextU64() % static_cast<uint64_t>(spec->action.n)) : 0;
-    box[k] = spec->action.is_discrete ? 0.0f : static_cast<float>(rng.Uniform(spec->action.low[e], spec->action.high[e]));
+    discrete[k] = spec->action.is_discrete
+                      ? static_cast<int64_t>(rng.NextU64() % static_cast<uint64_t>(spec->action.n))
+                      : 0;
+    box[k] = spec->action.is_discrete
+                 ? 0.0f
+                 : static_cast<float>(rng.Uniform(spec->action.low[e], spec->action.high[e]));
   }
   Slot slot = MakeSlot(*spec, num_envs, pool.obs_row_bytes());
   BatchOut out;
@@ -709,8 +727,9 @@ double NativeLoopSeconds(const EnvType& type, int64_t num_envs, int64_t steps, u
   const auto start = std::chrono::steady_clock::now();
   for (int64_t t = 0; t < steps; ++t) {
     const size_t offset = static_cast<size_t>((t % kTables) * num_envs * act_size);
-    const void* actions = spec->action.is_discrete ? static_cast<const void*>(discrete.data() + offset)
-                                                   : static_cast<const void*>(box.data() + offset);
+    const void* actions = spec->action.is_discrete
+                              ? static_cast<const void*>(discrete.data() + offset)
+                              : static_cast<const void*>(box.data() + offset);
     pool.Step(actions, out);
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -732,7 +751,8 @@ std::atomic_ref<uint32_t> Word(uintptr_t address) {
 void WakeSleepers(uintptr_t address) {
   std::atomic_ref<uint32_t> sleepers(*reinterpret_cast<uint32_t*>(address + 4));
   if (sleepers.load(std::memory_order_seq_cst) != 0) {
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(address), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(address), FUTEX_WAKE, INT32_MAX, nullptr,
+            nullptr, 0);
   }
 }
 
@@ -801,7 +821,8 @@ PYBIND11_MODULE(_core, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const EnvError& e) {
-      const std::string where = e.env_index() >= 0 ? "env " + std::to_string(e.env_index()) + ": " : "";
+      const std::string where =
+          e.env_index() >= 0 ? "env " + std::to_string(e.env_index()) + ": " : "";
       py::object type = py::reinterpret_borrow<py::object>(env_error);
       py::object instance = type(py::str(where + e.what()));
       instance.attr("env_index") = e.env_index() >= 0 ? py::cast(e.env_index()) : py::none();
@@ -814,7 +835,8 @@ PYBIND11_MODULE(_core, m) {
   py::class_<EnvType>(m, "_EnvType")
       .def_property_readonly("spec", &EnvType::Spec)
       .def_property_readonly("id", [](const EnvType& t) { return std::string(t.api->spec()->id); })
-      .def_property_readonly("has_state", [](const EnvType& t) { return t.api->get_state != nullptr; });
+      .def_property_readonly("has_state",
+                             [](const EnvType& t) { return t.api->get_state != nullptr; });
 
   py::register_exception<PluginError>(m, "PluginError", PyExc_ValueError);
 
@@ -856,8 +878,9 @@ PYBIND11_MODULE(_core, m) {
         "Stores a shared uint32 and wakes its sleepers, if any.");
   m.def("_add_word", &AddWord, py::arg("address"), py::arg("delta") = 1,
         "Adds to a shared uint32, wakes its sleepers, returns the new value.");
-  m.def("_load_word", [](uintptr_t address) { return Word(address).load(std::memory_order_acquire); },
-        py::arg("address"));
+  m.def(
+      "_load_word", [](uintptr_t address) { return Word(address).load(std::memory_order_acquire); },
+      py::arg("address"));
 
   m.attr("_rollout_step_address") = reinterpret_cast<uintptr_t>(&FastbatchRolloutStep);
   m.attr("_rollout_error_address") = reinterpret_cast<uintptr_t>(&FastbatchRolloutError);
@@ -886,6 +909,7 @@ PYBIND11_MODULE(_core, m) {
       .def("close", &PyVectorPool::Close)
       .def_property_readonly("closed", &PyVectorPool::closed)
       .def_property_readonly("num_threads", &PyVectorPool::num_threads)
-      .def_property_readonly("num_in_flight", [](const PyVectorPool& p) { return p.num_in_flight(); })
+      .def_property_readonly("num_in_flight",
+                             [](const PyVectorPool& p) { return p.num_in_flight(); })
       .def_property_readonly("range_bounds", &PyVectorPool::range_bounds);
 }

@@ -76,7 +76,8 @@ void ValidateApi(const fb_env_api* api, const std::string& origin) {
   CheckBox(spec->observation, "the observation space", origin, false);
   if (spec->action.is_discrete) {
     if (spec->action.n <= 0) {
-      throw PluginError(origin + ": Discrete(n) actions need n > 0, got " + std::to_string(spec->action.n));
+      throw PluginError(origin + ": Discrete(n) actions need n > 0, got " +
+                        std::to_string(spec->action.n));
     }
   } else {
     CheckBox(spec->action, "the action space", origin, true);
