@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/plugin_loader.h"
 #include "core/vector_pool.h"
 #include "envs/builtin.h"
@@ -40,15 +41,12 @@ namespace {
 constexpr size_t kAlign = 64;
 constexpr const char* kCapsuleName = "fastbatch.env_api";
 
+// The numpy dtype of an fb_dtype code, by its name in core/dtype.h.
 py::dtype NumpyDType(int32_t dtype) {
-  switch (dtype) {
-    case FB_FLOAT32: return py::dtype::of<float>();
-    case FB_FLOAT64: return py::dtype::of<double>();
-    case FB_INT32: return py::dtype::of<int32_t>();
-    case FB_INT64: return py::dtype::of<int64_t>();
-    case FB_UINT8: return py::dtype::of<uint8_t>();
-    default: throw std::invalid_argument("unsupported dtype code " + std::to_string(dtype));
-  }
+  const char* name = DTypeName(dtype);
+  if (name == nullptr)
+    throw std::invalid_argument("unsupported dtype code " + std::to_string(dtype));
+  return py::dtype(name);
 }
 
 std::vector<py::ssize_t> SpaceShape(const fb_space& s) {
@@ -225,7 +223,7 @@ extern "C" int32_t FastbatchRolloutStep(void* raw, int64_t t, const void* action
       }
     }
     const auto* obs = static_cast<const uint8_t*>(out.obs);
-    const int64_t count = n * row / (ctx->obs_dtype == FB_FLOAT64 ? 8 : 4);
+    const int64_t count = n * row / DTypeSize(static_cast<int32_t>(ctx->obs_dtype));
     if (ctx->obs_dtype == FB_FLOAT32) {
       std::memcpy(next_obs, obs, static_cast<size_t>(count) * sizeof(float));
     } else if (ctx->obs_dtype == FB_FLOAT64) {

@@ -5,21 +5,11 @@
 #include <cstring>
 #include <random>
 
+#include "dtype.h"
 #include "fastbatch/env.h"
 
 namespace fastbatch {
 namespace {
-
-int64_t DTypeSize(int32_t dtype) {
-  switch (dtype) {
-    case FB_FLOAT32: return 4;
-    case FB_FLOAT64: return 8;
-    case FB_INT32: return 4;
-    case FB_INT64: return 8;
-    case FB_UINT8: return 1;
-    default: return 0;
-  }
-}
 
 // Splits n envs into `threads` contiguous ranges whose borders fall on multiples of the largest
 // granule (64, 16, 4 or 1 envs) that still gives every thread work, so that threads write
