@@ -17,7 +17,7 @@ struct DTypeInfo {
   const char* name;  // numpy's name ("float32", ...); nullptr for an unknown code
 };
 
-constexpr DTypeInfo DTypeOf(int32_t code) {
+constexpr DTypeInfo LookupDType(int32_t code) {
   switch (code) {
     case FB_FLOAT32: return {4, "float32"};
     case FB_FLOAT64: return {8, "float64"};
@@ -28,9 +28,9 @@ constexpr DTypeInfo DTypeOf(int32_t code) {
   }
 }
 
-constexpr bool IsKnownDType(int32_t code) { return DTypeOf(code).name != nullptr; }
-constexpr int64_t DTypeSize(int32_t code) { return DTypeOf(code).size; }
-constexpr const char* DTypeName(int32_t code) { return DTypeOf(code).name; }
+constexpr bool IsKnownDType(int32_t code) { return LookupDType(code).name != nullptr; }
+constexpr int64_t DTypeSize(int32_t code) { return LookupDType(code).size; }
+constexpr const char* DTypeName(int32_t code) { return LookupDType(code).name; }
 
 }  // namespace fastbatch
 

@@ -9,29 +9,6 @@
 #include "fastbatch/env.h"
 
 namespace fastbatch {
-namespace {
-
-// Splits n envs into `threads` contiguous ranges whose borders fall on multiples of the largest
-// granule (64, 16, 4 or 1 envs) that still gives every thread work, so that threads write
-// disjoint cache lines of the flag and reward arrays whenever the batch is large enough.
-std::vector<int64_t> SplitRanges(int64_t n, int threads) {
-  int64_t granule = 1;
-  for (int64_t g : {64, 16, 4}) {
-    if (n / g >= threads) {
-      granule = g;
-      break;
-    }
-  }
-  const int64_t units = (n + granule - 1) / granule;
-  std::vector<int64_t> bounds(static_cast<size_t>(threads) + 1, 0);
-  for (int r = 1; r <= threads; ++r) {
-    bounds[static_cast<size_t>(r)] = std::min(n, units * r / threads * granule);
-  }
-  bounds.back() = n;
-  return bounds;
-}
-
-}  // namespace
 
 VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
     : api_(api),
