@@ -46,6 +46,7 @@ void RegisterExceptions(py::module_& m) {
   });
   py::register_exception<fastbatch::AsyncStateError>(m, "AsyncStateError", PyExc_RuntimeError);
   py::register_exception<fastbatch::PluginError>(m, "PluginError", PyExc_ValueError);
+  py::register_exception<fastbatch::ClosedError>(m, "ClosedEnvError", PyExc_RuntimeError);
 }
 
 void RegisterEnvTypes(py::module_& m) {

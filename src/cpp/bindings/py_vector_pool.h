@@ -6,7 +6,7 @@
 // Threading: one thread at a time may call a pool; a call while another thread's call is
 // running raises RuntimeError (CallGuard) instead of racing. `close()` may come from any
 // thread: it refuses new calls, waits up to 10 s for the running one, then frees the pool.
-// Every method called after close raises ClosedError (RuntimeError); close itself
+// Every method called after close raises ClosedError (`_core.ClosedEnvError`); close itself
 // may be called again and does nothing.
 //
 // Ownership: the pool owns its envs, its result slots (arrays handed out stay valid after
@@ -34,7 +34,7 @@ namespace fastbatch {
 
 namespace py = pybind11;
 
-// A call on a closed pool (RuntimeError in Python).
+// A call on a closed pool; `_core.ClosedEnvError` (a RuntimeError) in Python.
 class ClosedError : public std::runtime_error {
  public:
   ClosedError() : std::runtime_error("this fastbatch env is closed") {}
