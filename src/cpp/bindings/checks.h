@@ -1,5 +1,6 @@
 // Checks of Python-facing arguments, made once at the boundary, before the GIL is released:
-// actions (ActionChecker), reset masks, env ids, and the caller-owned output arrays of
+// actions (ActionChecker, also bound as `_core._ActionChecker` so the process backend applies
+// the same rules and messages), reset masks, env ids, and the caller-owned output arrays of
 // `_VectorPool.step_into`. Each raises TypeError (wrong kind of value or dtype) or ValueError
 // (wrong shape, out of range, NaN) naming the expected form.
 //

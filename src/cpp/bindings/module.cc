@@ -87,6 +87,32 @@ void RegisterEnvTypes(py::module_& m) {
   m.attr("CAPSULE_NAME") = kCapsuleName;
 }
 
+void RegisterActionChecker(py::module_& m) {
+  using fastbatch::ActionChecker;
+  py::class_<ActionChecker>(m, "_ActionChecker")
+      .def(py::init([](bool discrete, int64_t n, int64_t start, std::vector<py::ssize_t> row_shape,
+                       const py::object& dtype) {
+             return ActionChecker(discrete, n, start, std::move(row_shape),
+                                  py::dtype::from_args(dtype));
+           }),
+           py::arg("discrete"), py::arg("n"), py::arg("start"), py::arg("row_shape"),
+           py::arg("dtype"))
+      .def(
+          "check",
+          [](const ActionChecker& checker, py::handle actions, int64_t rows,
+             const py::object& env_ids) {
+            if (rows < 0) throw py::value_error("rows must be >= 0, got " + std::to_string(rows));
+            if (env_ids.is_none()) return checker.Check(actions, rows);
+            const fastbatch::Int64Array ids = fastbatch::CheckEnvIds(env_ids);
+            if (ids.shape(0) != rows) {
+              throw py::value_error("env_ids must have " + std::to_string(rows) + " entries, got " +
+                                    std::to_string(ids.shape(0)));
+            }
+            return checker.Check(actions, rows, ids.data());
+          },
+          py::arg("actions"), py::arg("rows"), py::arg("env_ids") = py::none());
+}
+
 void RegisterVectorPool(py::module_& m) {
   using fastbatch::PyVectorPool;
   py::class_<PyVectorPool>(m, "_VectorPool")
@@ -134,6 +160,7 @@ PYBIND11_MODULE(_core, m) {
   m.attr("ABI_VERSION") = FASTBATCH_ABI_VERSION;
   RegisterExceptions(m);
   RegisterEnvTypes(m);
+  RegisterActionChecker(m);
   RegisterVectorPool(m);
   RegisterSharedWords(m);
   m.def(

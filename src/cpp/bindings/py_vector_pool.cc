@@ -139,7 +139,7 @@ void PyVectorPool::Send(py::handle actions_in, py::handle env_ids_in) {
   const Int64Array ids = CheckEnvIds(env_ids_in);
   const int64_t count = ids.shape(0);
   const int64_t* id_ptr = ids.data();
-  const py::array actions = actions_.Check(actions_in, count);
+  const py::array actions = actions_.Check(actions_in, count, id_ptr);
   const void* act = actions.data();
   py::gil_scoped_release release;
   pool_->Send(id_ptr, count, act);
