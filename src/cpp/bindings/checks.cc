@@ -141,7 +141,7 @@ py::array ActionChecker::Check(py::handle in, int64_t rows, const int64_t* env_i
                               std::to_string(EnvId(i, env_ids)) + " is outside " + DiscreteName());
       }
     }
-    return std::move(ints);
+    return ints;
   }
   if (kind != 'f' && kind != 'i' && kind != 'u') {
     throw py::type_error("actions for a Box space must be real numbers, got dtype " +
