@@ -59,5 +59,7 @@ const fb_env_api* Broken() {
 // No entry symbol at all: exports something else.
 extern "C" FASTBATCH_EXPORT_SYMBOL int not_a_fastbatch_plugin(void) { return 0; }
 #else
-extern "C" FASTBATCH_EXPORT_SYMBOL const fb_env_api* fastbatch_get_env_api(void) { return Broken(); }
+extern "C" FASTBATCH_EXPORT_SYMBOL const fb_env_api* fastbatch_get_env_api(void) {
+  return Broken();
+}
 #endif

@@ -5,26 +5,18 @@
 #include <cstddef>
 #include <set>
 
+#include "dtype.h"
+
 namespace fastbatch {
 namespace {
 
 // Table size up to and including `step`, the last required member of version 1.
 constexpr size_t kRequiredApiSize = offsetof(fb_env_api, step) + sizeof(fb_env_api::step);
 
-std::string DTypeName(int32_t dtype) {
-  switch (dtype) {
-    case FB_FLOAT32: return "float32";
-    case FB_FLOAT64: return "float64";
-    case FB_INT32: return "int32";
-    case FB_INT64: return "int64";
-    case FB_UINT8: return "uint8";
-    default: return "unknown dtype code " + std::to_string(dtype);
-  }
-}
-
 void CheckBox(const fb_space& s, const std::string& what, const std::string& origin, bool action) {
-  if (s.dtype < FB_FLOAT32 || s.dtype > FB_UINT8) {
-    throw PluginError(origin + ": " + what + " has an unsupported dtype (" + DTypeName(s.dtype) +
+  if (!IsKnownDType(s.dtype)) {
+    throw PluginError(origin + ": " + what + " has an unsupported dtype (unknown dtype code " +
+                      std::to_string(s.dtype) +
                       "); expected float32, float64, int32, int64 or uint8");
   }
   if (action && s.dtype != FB_FLOAT32 && s.dtype != FB_FLOAT64) {
@@ -76,7 +68,8 @@ void ValidateApi(const fb_env_api* api, const std::string& origin) {
   CheckBox(spec->observation, "the observation space", origin, false);
   if (spec->action.is_discrete) {
     if (spec->action.n <= 0) {
-      throw PluginError(origin + ": Discrete(n) actions need n > 0, got " + std::to_string(spec->action.n));
+      throw PluginError(origin + ": Discrete(n) actions need n > 0, got " +
+                        std::to_string(spec->action.n));
     }
   } else {
     CheckBox(spec->action, "the action space", origin, true);

@@ -5,43 +5,10 @@
 #include <cstring>
 #include <random>
 
+#include "dtype.h"
 #include "fastbatch/env.h"
 
 namespace fastbatch {
-namespace {
-
-int64_t DTypeSize(int32_t dtype) {
-  switch (dtype) {
-    case FB_FLOAT32: return 4;
-    case FB_FLOAT64: return 8;
-    case FB_INT32: return 4;
-    case FB_INT64: return 8;
-    case FB_UINT8: return 1;
-    default: return 0;
-  }
-}
-
-// Splits n envs into `threads` contiguous ranges whose borders fall on multiples of the largest
-// granule (64, 16, 4 or 1 envs) that still gives every thread work, so that threads write
-// disjoint cache lines of the flag and reward arrays whenever the batch is large enough.
-std::vector<int64_t> SplitRanges(int64_t n, int threads) {
-  int64_t granule = 1;
-  for (int64_t g : {64, 16, 4}) {
-    if (n / g >= threads) {
-      granule = g;
-      break;
-    }
-  }
-  const int64_t units = (n + granule - 1) / granule;
-  std::vector<int64_t> bounds(static_cast<size_t>(threads) + 1, 0);
-  for (int r = 1; r <= threads; ++r) {
-    bounds[static_cast<size_t>(r)] = std::min(n, units * r / threads * granule);
-  }
-  bounds.back() = n;
-  return bounds;
-}
-
-}  // namespace
 
 VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
     : api_(api),
@@ -53,7 +20,8 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   if (num_envs_ <= 0) throw std::invalid_argument("num_envs must be positive");
   if (batch_size_ > num_envs_) throw std::invalid_argument("batch_size must be at most num_envs");
   obs_row_bytes_ = DTypeSize(spec_->observation.dtype);
-  for (int32_t d = 0; d < spec_->observation.ndim; ++d) obs_row_bytes_ *= spec_->observation.shape[d];
+  for (int32_t d = 0; d < spec_->observation.ndim; ++d)
+    obs_row_bytes_ *= spec_->observation.shape[d];
   const int threads = static_cast<int>(std::clamp<int64_t>(config.num_threads, 1, num_envs_));
   bounds_ = SplitRanges(num_envs_, threads);
 
@@ -68,7 +36,8 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   ep_return_out_.assign(n, 0.0);
   ep_length_out_.assign(n, 0);
   ep_time_out_.assign(n, 0.0);
-  if (mode_ == AutoresetMode::kSameStep) final_obs_.assign(n * static_cast<size_t>(obs_row_bytes_), 0);
+  if (mode_ == AutoresetMode::kSameStep)
+    final_obs_.assign(n * static_cast<size_t>(obs_row_bytes_), 0);
   errors_.resize(static_cast<size_t>(threads));
   failed_.assign(static_cast<size_t>(threads), 0);
   ended_.assign(static_cast<size_t>(threads), 0);
@@ -97,7 +66,8 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
     recv_return_.assign(b, 0.0);
     recv_length_.assign(b, 0);
     recv_time_.assign(b, 0.0);
-    if (mode_ == AutoresetMode::kSameStep) recv_final_obs_.assign(b * static_cast<size_t>(obs_row_bytes_), 0);
+    if (mode_ == AutoresetMode::kSameStep)
+      recv_final_obs_.assign(b * static_cast<size_t>(obs_row_bytes_), 0);
     num_async_threads_ = threads;  // set before any thread starts: AsyncLoop reads it
     async_threads_.reserve(static_cast<size_t>(threads));
     for (int t = 0; t < threads; ++t) async_threads_.emplace_back(&VectorPool::AsyncLoop, this);
@@ -183,7 +153,9 @@ void VectorPool::Reset(const uint8_t* mask, void* obs, const void* prev_obs) {
   }
 }
 
-void VectorPool::ResetTask(void* self, int range) { static_cast<VectorPool*>(self)->ResetRange(range); }
+void VectorPool::ResetTask(void* self, int range) {
+  static_cast<VectorPool*>(self)->ResetRange(range);
+}
 
 void VectorPool::ResetRange(int range) {
   const int64_t begin = bounds_[static_cast<size_t>(range)];
@@ -213,7 +185,8 @@ void VectorPool::ResetRange(int range) {
 
 int64_t VectorPool::Step(const void* actions, const BatchOut& out) {
   if (broken_) {
-    throw std::logic_error("a previous step raised an env error; call reset() before stepping again");
+    throw std::logic_error(
+        "a previous step raised an env error; call reset() before stepping again");
   }
   if (mode_ == AutoresetMode::kDisabled) {
     const auto it = std::find(needs_reset_.begin(), needs_reset_.end(), 1);
@@ -224,7 +197,8 @@ int64_t VectorPool::Step(const void* actions, const BatchOut& out) {
           "reset(options={'reset_mask': mask})");
     }
   }
-  if (is_async()) throw AsyncStateError("this pool is in async mode (batch_size < num_envs): use Send/Recv");
+  if (is_async())
+    throw AsyncStateError("this pool is in async mode (batch_size < num_envs): use Send/Recv");
   call_actions_ = actions;
   call_out_ = out;
   last_was_recv_ = false;
@@ -236,13 +210,16 @@ int64_t VectorPool::Step(const void* actions, const BatchOut& out) {
   return ended;
 }
 
-void VectorPool::StepTask(void* self, int range) { static_cast<VectorPool*>(self)->StepRange(range); }
+void VectorPool::StepTask(void* self, int range) {
+  static_cast<VectorPool*>(self)->StepRange(range);
+}
 
 void VectorPool::StepRange(int range) {
   const auto r = static_cast<size_t>(range);
   const int64_t begin = bounds_[r];
   const int64_t end = bounds_[r + 1];
-  const int64_t ended = begin == end ? 0 : StepEnvs(begin, end, call_actions_, call_out_, &errors_[r]);
+  const int64_t ended =
+      begin == end ? 0 : StepEnvs(begin, end, call_actions_, call_out_, &errors_[r]);
   failed_[r] = ended < 0 ? 1 : 0;
   ended_[r] = ended < 0 ? 0 : ended;
 }

@@ -113,7 +113,9 @@ class VectorPool {
   const int64_t* episode_length() const {
     return last_was_recv_ ? recv_length_.data() : ep_length_out_.data();
   }
-  const double* episode_time() const { return last_was_recv_ ? recv_time_.data() : ep_time_out_.data(); }
+  const double* episode_time() const {
+    return last_was_recv_ ? recv_time_.data() : ep_time_out_.data();
+  }
   // SAME_STEP only: the last observation of each row whose episode ended in the last call.
   const uint8_t* final_obs() const {
     return last_was_recv_ ? recv_final_obs_.data() : final_obs_.data();

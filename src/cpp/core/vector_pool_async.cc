@@ -73,7 +73,8 @@ void VectorPool::DrainAsync() {
 void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions) {
   if (!is_async()) throw AsyncStateError("Send/Recv need async mode (batch_size < num_envs)");
   if (broken_) {
-    throw std::logic_error("a previous step raised an env error; call reset() before sending again");
+    throw std::logic_error(
+        "a previous step raised an env error; call reset() before sending again");
   }
   // Validate everything before the first side effect. Bit 2 of in_flight_ marks ids seen in
   // this call (to find duplicates) and is cleared again before returning or throwing.
@@ -90,7 +91,8 @@ void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions
     if (in_flight_[k] & 2) {
       error = "env id " + std::to_string(i) + " appears twice";
     } else if (in_flight_[k]) {
-      error = "env " + std::to_string(i) + " was already sent and not yet received; recv() it first";
+      error =
+          "env " + std::to_string(i) + " was already sent and not yet received; recv() it first";
       state_error = true;
     } else if (mode_ == AutoresetMode::kDisabled && needs_reset_[k]) {
       error = "env " + std::to_string(i) +
@@ -155,7 +157,8 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
     recv_return_[j] = ep_return_out_[k];
     recv_length_[j] = ep_length_out_[k];
     recv_time_[j] = ep_time_out_[k];
-    if (!recv_final_obs_.empty()) std::memcpy(recv_final_obs_.data() + j * row, final_obs_.data() + k * row, row);
+    if (!recv_final_obs_.empty())
+      std::memcpy(recv_final_obs_.data() + j * row, final_obs_.data() + k * row, row);
     ended += done_[k];
     in_flight_[k] = 0;
     if (env_failed_[k] && failed < 0) failed = static_cast<int64_t>(k);

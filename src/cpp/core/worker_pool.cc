@@ -1,5 +1,7 @@
 #include "worker_pool.h"
 
+#include <algorithm>
+
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 #endif
@@ -20,6 +22,23 @@ inline void CpuRelax() {
 }
 
 }  // namespace
+
+std::vector<int64_t> SplitRanges(int64_t n, int ranges) {
+  int64_t granule = 1;
+  for (int64_t g : {64, 16, 4}) {
+    if (n / g >= ranges) {
+      granule = g;
+      break;
+    }
+  }
+  const int64_t units = (n + granule - 1) / granule;
+  std::vector<int64_t> bounds(static_cast<size_t>(ranges) + 1, 0);
+  for (int r = 1; r <= ranges; ++r) {
+    bounds[static_cast<size_t>(r)] = std::min(n, units * r / ranges * granule);
+  }
+  bounds.back() = n;
+  return bounds;
+}
 
 WorkerPool::WorkerPool(int num_workers) {
   threads_.reserve(static_cast<size_t>(num_workers));

@@ -13,6 +13,13 @@
 
 namespace fastbatch {
 
+// Splits envs [0, n) into `ranges` contiguous ranges for the workers: bounds[r] to bounds[r + 1]
+// is range r, bounds[0] == 0, bounds[ranges] == n, ascending. Inner borders fall on multiples
+// of the largest granule (64, 16, 4 or 1 envs) that still gives every range work, so that
+// threads write disjoint cache lines of the flag and reward arrays whenever the batch is large
+// enough. Requires n >= 1 and ranges >= 1 (ranges > n gives some empty ranges).
+std::vector<int64_t> SplitRanges(int64_t n, int ranges);
+
 class WorkerPool {
  public:
   using Task = void (*)(void* context, int range);

@@ -18,8 +18,8 @@ class Acrobot {
   using ActionType = int64_t;
 
   static constexpr double kDt = 0.2;
-  static constexpr double kL1 = 1.0;   // link 1 length
-  static constexpr double kM1 = 1.0;   // link masses
+  static constexpr double kL1 = 1.0;  // link 1 length
+  static constexpr double kM1 = 1.0;  // link masses
   static constexpr double kM2 = 1.0;
   static constexpr double kLc1 = 0.5;  // centres of mass
   static constexpr double kLc2 = 0.5;

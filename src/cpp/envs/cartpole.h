@@ -63,8 +63,8 @@ class CartPole {
     state_[1] = x_dot;
     state_[2] = theta;
     state_[3] = theta_dot;
-    const bool terminated = x < -kXThreshold || x > kXThreshold || theta < -kThetaThreshold ||
-                            theta > kThetaThreshold;
+    const bool terminated =
+        x < -kXThreshold || x > kXThreshold || theta < -kThetaThreshold || theta > kThetaThreshold;
     double reward;
     if (!terminated) {
       reward = sutton_barto_ ? 0.0 : 1.0;

@@ -27,8 +27,8 @@ class MountainCar {
 
   static Spec MakeSpec() {
     return Spec("MountainCar-v0")
-        .Observation(Box<float>({2}, {kCarMinPosition, -kCarMaxSpeed},
-                                {kCarMaxPosition, kCarMaxSpeed}))
+        .Observation(
+            Box<float>({2}, {kCarMinPosition, -kCarMaxSpeed}, {kCarMaxPosition, kCarMaxSpeed}))
         .Action(Discrete(3))
         .MaxEpisodeSteps(200)
         .RewardThreshold(-110.0)
@@ -87,8 +87,8 @@ class MountainCarContinuous {
 
   static Spec MakeSpec() {
     return Spec("MountainCarContinuous-v0")
-        .Observation(Box<float>({2}, {kCarMinPosition, -kCarMaxSpeed},
-                                {kCarMaxPosition, kCarMaxSpeed}))
+        .Observation(
+            Box<float>({2}, {kCarMinPosition, -kCarMaxSpeed}, {kCarMaxPosition, kCarMaxSpeed}))
         .Action(Box<float>({1}, -1.0, 1.0))
         .MaxEpisodeSteps(999)
         .RewardThreshold(90.0)
@@ -161,9 +161,15 @@ class MountainCarContinuous {
     }
     return {op(a.v, b.v), t};
   }
-  static Num Add(const Num& a, const Num& b) { return Apply(a, b, [](auto x, auto y) { return x + y; }); }
-  static Num Sub(const Num& a, const Num& b) { return Apply(a, b, [](auto x, auto y) { return x - y; }); }
-  static Num Mul(const Num& a, const Num& b) { return Apply(a, b, [](auto x, auto y) { return x * y; }); }
+  static Num Add(const Num& a, const Num& b) {
+    return Apply(a, b, [](auto x, auto y) { return x + y; });
+  }
+  static Num Sub(const Num& a, const Num& b) {
+    return Apply(a, b, [](auto x, auto y) { return x - y; });
+  }
+  static Num Mul(const Num& a, const Num& b) {
+    return Apply(a, b, [](auto x, auto y) { return x * y; });
+  }
   static bool Less(const Num& a, const Num& b) {
     if (Common(a, b) == Type::kF32) return static_cast<float>(a.v) < static_cast<float>(b.v);
     return a.v < b.v;

@@ -47,8 +47,8 @@ class Pendulum {
     const double costs =
         Pow2(AngleNormalize(th_)) + 0.1 * Pow2(thdot_) + static_cast<double>(torque_cost);
     const float torque_term = static_cast<float>(3.0 / (kMass * kLength * kLength)) * u;
-    double newthdot = thdot_ + (3 * g_ / (2 * kLength) * std::sin(th_) +
-                                static_cast<double>(torque_term)) * kDt;
+    double newthdot =
+        thdot_ + (3 * g_ / (2 * kLength) * std::sin(th_) + static_cast<double>(torque_term)) * kDt;
     newthdot = std::min(std::max(newthdot, -kMaxSpeed), kMaxSpeed);
     th_ = th_ + newthdot * kDt;
     thdot_ = newthdot;

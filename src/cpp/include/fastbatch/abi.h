@@ -78,14 +78,14 @@ typedef struct fb_error {
 
 /* Batch arrays of one call. Row i of each array belongs to env i (block-global index). */
 typedef struct fb_batch {
-  void* obs;                /* [num_envs, *obs_shape] of the observation dtype */
-  float* reward;            /* [num_envs] */
-  uint8_t* terminated;      /* [num_envs], 0 or 1 */
-  const void* actions;      /* [num_envs, *action_shape]: int64 for Discrete, else action dtype */
-  const uint8_t* reset_mask;/* [num_envs] or NULL: in `step`, envs with a nonzero entry are reset
-                               instead of stepped (reward 0, terminated 0); in `reset`, only envs
-                               with a nonzero entry are reset (NULL: all in the range) */
-  fb_rng* rngs;             /* [num_envs] */
+  void* obs;                 /* [num_envs, *obs_shape] of the observation dtype */
+  float* reward;             /* [num_envs] */
+  uint8_t* terminated;       /* [num_envs], 0 or 1 */
+  const void* actions;       /* [num_envs, *action_shape]: int64 for Discrete, else action dtype */
+  const uint8_t* reset_mask; /* [num_envs] or NULL: in `step`, envs with a nonzero entry are reset
+                                instead of stepped (reward 0, terminated 0); in `reset`, only envs
+                                with a nonzero entry are reset (NULL: all in the range) */
+  fb_rng* rngs;              /* [num_envs] */
 } fb_batch;
 
 typedef struct fb_env_api {

@@ -92,12 +92,18 @@ struct StepResult {
 
 template <typename T>
 constexpr fb_dtype DTypeOf() {
-  if constexpr (std::is_same_v<T, float>) return FB_FLOAT32;
-  else if constexpr (std::is_same_v<T, double>) return FB_FLOAT64;
-  else if constexpr (std::is_same_v<T, int32_t>) return FB_INT32;
-  else if constexpr (std::is_same_v<T, int64_t>) return FB_INT64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return FB_UINT8;
-  else static_assert(sizeof(T) == 0, "unsupported element type");
+  if constexpr (std::is_same_v<T, float>)
+    return FB_FLOAT32;
+  else if constexpr (std::is_same_v<T, double>)
+    return FB_FLOAT64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return FB_INT32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return FB_INT64;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return FB_UINT8;
+  else
+    static_assert(sizeof(T) == 0, "unsupported element type");
 }
 
 // A space as the author declares it. Use Box<T>(...) or Discrete(n).
@@ -142,9 +148,18 @@ inline Space Discrete(int64_t n) {
 class Spec {
  public:
   explicit Spec(std::string id) : id_(std::move(id)) {}
-  Spec& Observation(Space s) { observation_ = std::move(s); return *this; }
-  Spec& Action(Space s) { action_ = std::move(s); return *this; }
-  Spec& MaxEpisodeSteps(int64_t steps) { max_episode_steps_ = steps; return *this; }
+  Spec& Observation(Space s) {
+    observation_ = std::move(s);
+    return *this;
+  }
+  Spec& Action(Space s) {
+    action_ = std::move(s);
+    return *this;
+  }
+  Spec& MaxEpisodeSteps(int64_t steps) {
+    max_episode_steps_ = steps;
+    return *this;
+  }
   Spec& RewardThreshold(double threshold) {
     has_reward_threshold_ = true;
     reward_threshold_ = threshold;
@@ -274,7 +289,8 @@ struct Adapter {
         throw;
       }
       const fb_spec* view = GetSpec();
-      for (int32_t d = 0; d < view->observation.ndim; ++d) block->obs_size *= view->observation.shape[d];
+      for (int32_t d = 0; d < view->observation.ndim; ++d)
+        block->obs_size *= view->observation.shape[d];
       for (int32_t d = 0; d < view->action.ndim; ++d) block->act_size *= view->action.shape[d];
       return block;
     } catch (const std::exception& e) {
@@ -360,9 +376,14 @@ struct Adapter {
   }
 
   static const fb_env_api* Api() {
-    static const fb_env_api api = {
-        FASTBATCH_ABI_VERSION, sizeof(fb_env_api), &GetSpec, &Create, &Destroy, &Reset, &Step,
-        HasState<E>::value ? &GetState : nullptr};
+    static const fb_env_api api = {FASTBATCH_ABI_VERSION,
+                                   sizeof(fb_env_api),
+                                   &GetSpec,
+                                   &Create,
+                                   &Destroy,
+                                   &Reset,
+                                   &Step,
+                                   HasState<E>::value ? &GetState : nullptr};
     return &api;
   }
 };
@@ -385,9 +406,9 @@ const fb_env_api* EnvApi() {
 #endif
 
 // Exports env class `EnvClass` from a plugin shared library under FASTBATCH_ENTRY_SYMBOL.
-#define FASTBATCH_EXPORT_ENV(EnvClass)                                                   \
-  extern "C" FASTBATCH_EXPORT_SYMBOL const fb_env_api* fastbatch_get_env_api(void) {     \
-    return ::fastbatch::EnvApi<EnvClass>();                                              \
+#define FASTBATCH_EXPORT_ENV(EnvClass)                                               \
+  extern "C" FASTBATCH_EXPORT_SYMBOL const fb_env_api* fastbatch_get_env_api(void) { \
+    return ::fastbatch::EnvApi<EnvClass>();                                          \
   }
 
 #endif  // FASTBATCH_ENV_H_

@@ -1,0 +1,187 @@
+"""Typed stub of ``fastbatch._core``, the private C++ extension (``src/cpp/bindings/module.cc``).
+
+The ``fastbatch`` package owns the public names and their documentation; this stub records what
+the compiled module offers, for type checkers and readers. ``tests/test_core_stub.py`` checks it
+against the built module: the same top-level names, the same methods and properties on every
+class, the same parameter names and defaults.
+
+Arrays returned by ``_VectorPool.reset/step/recv`` are views of 64-byte-aligned pool-owned
+slots, never written again while the caller holds them. Every ``_VectorPool`` method raises
+``ClosedEnvError`` after ``close()`` (``close`` itself may be called again).
+"""
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+ABI_VERSION: int
+"""The version of the C env ABI (``fastbatch/abi.h``) this build speaks."""
+CAPSULE_NAME: str
+"""The name a capsule passed to ``_env_type_from_capsule`` must have: ``"fastbatch.env_api"``."""
+_rollout_step_address: int
+"""Address of ``FastbatchRolloutStep`` (``bindings/rollout_abi.h``), for the TF op."""
+_rollout_error_address: int
+"""Address of ``FastbatchRolloutError`` (``bindings/rollout_abi.h``), for the TF op."""
+
+class EnvError(RuntimeError):
+    """An env failed inside reset/step/its constructor; the message starts with ``"env <i>: "``
+    when one env is to blame."""
+
+    env_index: int | None
+    """Set on each instance: the failing env, or None."""
+
+class AsyncStateError(RuntimeError):
+    """send()/recv() used out of order (recv without send, an env sent twice, ...)."""
+
+class PluginError(ValueError):
+    """A plugin could not be loaded, or its table or spec break the ABI contract."""
+
+class ClosedEnvError(RuntimeError):
+    """A ``_VectorPool`` method called after ``close()``: "this fastbatch env is closed"."""
+
+class _EnvType:
+    """An env type: its ABI table, plus whatever keeps its code loaded. Made by
+    ``_builtin_env_types``, ``_load_plugin`` or ``_env_type_from_capsule``."""
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """``{"id", "observation", "action", "max_episode_steps", "reward_threshold", "params"}``;
+        a space is ``{"kind": "discrete", "n"}`` or ``{"kind": "box", "dtype", "shape", "low",
+        "high"}``."""
+    @property
+    def id(self) -> str: ...
+
+class _ActionChecker:
+    """The action checks of both backends (``bindings/checks.h``)."""
+
+    def __init__(
+        self,
+        discrete: bool,
+        n: int,
+        start: int,
+        row_shape: tuple[int, ...],
+        dtype: npt.DTypeLike,
+    ) -> None:
+        """``Discrete(n, start)`` when ``discrete`` (``row_shape`` must be ``()``; ``dtype`` is
+        not used), else a Box of ``row_shape`` and a real ``dtype``. ValueError otherwise."""
+    def check(
+        self,
+        actions: npt.ArrayLike,
+        rows: int,
+        env_ids: npt.NDArray[np.integer[Any]] | None = None,
+    ) -> npt.NDArray[Any]:
+        """Validates the actions of ``rows`` envs and returns them as a C-contiguous array of the
+        action dtype (int64 for Discrete; the input itself when it already is one). Raises
+        TypeError (not array-like, wrong dtype kind) or ValueError (shape, range, NaN); "env X"
+        in a message is ``env_ids[j]`` when given, else the row ``j``."""
+
+class _VectorPool:
+    """``num_envs`` envs of one type stepped as a batch by C++ worker threads. One thread at a
+    time may call it (a concurrent call raises RuntimeError)."""
+
+    def __init__(
+        self,
+        env_type: _EnvType,
+        num_envs: int,
+        num_threads: int,
+        autoreset_mode: int,
+        max_episode_steps: int,
+        params: list[float],
+        batch_size: int = 0,
+    ) -> None:
+        """``autoreset_mode``: 0 next step, 1 same step, 2 disabled. ``max_episode_steps`` 0: no
+        time limit. ``params`` in spec order. ``batch_size`` 0 or ``num_envs``: sync; smaller:
+        async (``send``/``recv``)."""
+    def send(self, actions: npt.ArrayLike, env_ids: npt.ArrayLike) -> None:
+        """Async: queues one step of each env in ``env_ids`` with its row of ``actions``."""
+    def recv(
+        self,
+    ) -> tuple[
+        npt.NDArray[Any],
+        npt.NDArray[np.float32],
+        npt.NDArray[np.bool_],
+        npt.NDArray[np.bool_],
+        npt.NDArray[np.int64],
+        int,
+    ]:
+        """Async: waits for ``batch_size`` envs; ``(obs, reward, terminated, truncated, env_ids,
+        episodes_ended)`` in completion order."""
+    def seed(self, seeds: list[int | None]) -> None:
+        """Seeds env ``i`` with ``seeds[i]``; None keeps that env's generator running."""
+    def reset(self, mask: npt.NDArray[np.bool_] | None = None) -> npt.NDArray[Any]:
+        """Resets every env, or those where ``mask`` is True; returns the observations."""
+    def step(
+        self, actions: npt.ArrayLike
+    ) -> tuple[
+        npt.NDArray[Any], npt.NDArray[np.float32], npt.NDArray[np.bool_], npt.NDArray[np.bool_], int
+    ]:
+        """Steps every env: ``(obs, reward, terminated, truncated, episodes_ended)``."""
+    def step_into(
+        self,
+        actions: npt.ArrayLike,
+        obs: npt.NDArray[Any],
+        reward: npt.NDArray[np.float32],
+        terminated: npt.NDArray[np.bool_],
+        truncated: npt.NDArray[np.bool_],
+    ) -> int:
+        """Steps every env into caller-owned arrays (C-contiguous, writeable, 64-byte aligned,
+        the exact dtype and shape of ``step``'s results); returns the episodes ended."""
+    def episode_stats(
+        self,
+    ) -> tuple[
+        npt.NDArray[np.bool_],
+        npt.NDArray[np.float64],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.float64],
+    ]:
+        """``(done, return, length, seconds)`` rows of the last step or recv (fresh arrays)."""
+    def final_obs(self) -> npt.NDArray[Any]:
+        """SAME_STEP mode: the final observations of the last step or recv (a fresh array)."""
+    def get_state(self, env: int) -> npt.NDArray[np.float64]:
+        """The internal state of env ``env`` (tests and debugging)."""
+    def rollout_context(
+        self,
+        obs: npt.NDArray[Any],
+        reward: npt.NDArray[np.float32],
+        terminated: npt.NDArray[np.bool_],
+        truncated: npt.NDArray[np.bool_],
+        final_obs: npt.NDArray[Any],
+    ) -> int:
+        """The address of a rollout context over this storage (``[T+1, N, *obs]``, ``[T, N]``
+        x3, ``[T, N, *obs]``), for ``_rollout_step_address``; replaces the previous one."""
+    def rollout_episodes(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+        """``(returns, lengths)`` of the episodes ended through the rollout context since the
+        last call."""
+    def close(self) -> None:
+        """Frees the envs (waits up to 10 s for a call in another thread)."""
+    @property
+    def num_threads(self) -> int:
+        """Threads stepping the batch (the caller counts as one); 0 after close."""
+
+def _builtin_env_types() -> dict[str, _EnvType]:
+    """Every env compiled into the extension, by id (ids starting with ``_`` are test envs)."""
+
+def _load_plugin(path: str, symbol: str = "fastbatch_get_env_api") -> _EnvType:
+    """Opens a plugin library (kept loaded for the process lifetime) and checks its table."""
+
+def _env_type_from_capsule(capsule: Any) -> _EnvType:
+    """An env type from a capsule named ``CAPSULE_NAME`` holding a ``const fb_env_api*``."""
+
+def _wait_word(
+    address: int, old: int, timeout_s: float, spin_us: float = 0.0, yield_: bool = False
+) -> int:
+    """Waits (GIL released) for the shared uint32 at ``address`` to differ from ``old``; returns
+    its value (``old`` after ``timeout_s``)."""
+
+def _store_word(address: int, value: int) -> None:
+    """Stores a shared uint32 and wakes its sleepers, if any."""
+
+def _add_word(address: int, delta: int = 1) -> int:
+    """Adds to a shared uint32, wakes its sleepers, returns the new value."""
+
+def _load_word(address: int) -> int:
+    """The shared uint32's value."""
+
+def _native_loop_seconds(env_type: _EnvType, num_envs: int, steps: int, seed: int = 0) -> float:
+    """Seconds of ``steps`` batch steps of a one-thread pool driven by a C++ loop (bench/)."""

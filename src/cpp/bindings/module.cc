@@ -1,0 +1,174 @@
+// fastbatch._core: the private extension module. Registration only: the classes, functions,
+// exceptions and constants; each job lives in its own file beside this one. The Python package
+// `fastbatch` owns the public names and docs; everything here starts with `_` or is re-exported
+// there. python/fastbatch/_core.pyi is the typed stub of this module (tests/test_core_stub.py
+// keeps the two equal).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bindings/checks.h"
+#include "bindings/native_loop.h"
+#include "bindings/py_vector_pool.h"
+#include "bindings/rollout_abi.h"
+#include "bindings/shared_word.h"
+#include "bindings/spec_dict.h"
+#include "core/plugin_loader.h"
+#include "core/vector_pool.h"
+#include "envs/builtin.h"
+
+namespace py = pybind11;
+
+namespace {
+
+constexpr const char* kCapsuleName = "fastbatch.env_api";
+
+void RegisterExceptions(py::module_& m) {
+  using fastbatch::EnvError;
+  static py::exception<EnvError> env_error(m, "EnvError", PyExc_RuntimeError);
+  // EnvError carries the failing env's index: "env 3: <message>" and an `env_index` attribute.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const EnvError& e) {
+      const std::string where =
+          e.env_index() >= 0 ? "env " + std::to_string(e.env_index()) + ": " : "";
+      py::object type = py::reinterpret_borrow<py::object>(env_error);
+      py::object instance = type(py::str(where + e.what()));
+      instance.attr("env_index") = e.env_index() >= 0 ? py::cast(e.env_index()) : py::none();
+      PyErr_SetObject(env_error.ptr(), instance.ptr());
+    }
+  });
+  py::register_exception<fastbatch::AsyncStateError>(m, "AsyncStateError", PyExc_RuntimeError);
+  py::register_exception<fastbatch::PluginError>(m, "PluginError", PyExc_ValueError);
+  py::register_exception<fastbatch::ClosedError>(m, "ClosedEnvError", PyExc_RuntimeError);
+}
+
+void RegisterEnvTypes(py::module_& m) {
+  using fastbatch::EnvType;
+  py::class_<EnvType>(m, "_EnvType")
+      .def_property_readonly("spec", &EnvType::Spec)
+      .def_property_readonly("id", &EnvType::Id);
+
+  m.def("_builtin_env_types", []() {
+    py::dict out;
+    for (const fb_env_api* api : fastbatch::envs::BuiltinEnvs()) {
+      fastbatch::ValidateApi(api, std::string("built-in env ") + api->spec()->id);
+      out[py::str(api->spec()->id)] = EnvType{api, py::none()};
+    }
+    return out;
+  });
+  m.def(
+      "_load_plugin",
+      [](const std::string& path, const std::string& symbol) {
+        return EnvType{fastbatch::LoadPluginLibrary(path, symbol), py::none()};
+      },
+      py::arg("path"), py::arg("symbol") = FASTBATCH_ENTRY_SYMBOL,
+      "Opens a plugin library (kept loaded for the process lifetime) and checks its table.");
+  m.def(
+      "_env_type_from_capsule",
+      [](const py::capsule& capsule) {
+        if (capsule.name() == nullptr || std::string(capsule.name()) != kCapsuleName) {
+          throw fastbatch::PluginError(std::string("expected a capsule named '") + kCapsuleName +
+                                       "', got '" + (capsule.name() ? capsule.name() : "") + "'");
+        }
+        const auto* api = capsule.get_pointer<const fb_env_api>();
+        fastbatch::ValidateApi(api, "capsule");
+        return EnvType{api, capsule};
+      },
+      py::arg("capsule"),
+      "An env type from a capsule named 'fastbatch.env_api' holding a `const fb_env_api*`; "
+      "the capsule's owner must keep the table alive.");
+  m.attr("CAPSULE_NAME") = kCapsuleName;
+}
+
+void RegisterActionChecker(py::module_& m) {
+  using fastbatch::ActionChecker;
+  py::class_<ActionChecker>(m, "_ActionChecker")
+      .def(py::init([](bool discrete, int64_t n, int64_t start, std::vector<py::ssize_t> row_shape,
+                       const py::object& dtype) {
+             return ActionChecker(discrete, n, start, std::move(row_shape),
+                                  py::dtype::from_args(dtype));
+           }),
+           py::arg("discrete"), py::arg("n"), py::arg("start"), py::arg("row_shape"),
+           py::arg("dtype"))
+      .def(
+          "check",
+          [](const ActionChecker& checker, py::handle actions, int64_t rows,
+             const py::object& env_ids) {
+            if (rows < 0) throw py::value_error("rows must be >= 0, got " + std::to_string(rows));
+            if (env_ids.is_none()) return checker.Check(actions, rows);
+            const fastbatch::Int64Array ids = fastbatch::CheckEnvIds(env_ids);
+            if (ids.shape(0) != rows) {
+              throw py::value_error("env_ids must have " + std::to_string(rows) + " entries, got " +
+                                    std::to_string(ids.shape(0)));
+            }
+            return checker.Check(actions, rows, ids.data());
+          },
+          py::arg("actions"), py::arg("rows"), py::arg("env_ids") = py::none());
+}
+
+void RegisterVectorPool(py::module_& m) {
+  using fastbatch::PyVectorPool;
+  py::class_<PyVectorPool>(m, "_VectorPool")
+      .def(py::init<const fastbatch::EnvType&, int64_t, int, int, int64_t, std::vector<double>,
+                    int64_t>(),
+           py::arg("env_type"), py::arg("num_envs"), py::arg("num_threads"),
+           py::arg("autoreset_mode"), py::arg("max_episode_steps"), py::arg("params"),
+           py::arg("batch_size") = 0)
+      .def("send", &PyVectorPool::Send, py::arg("actions"), py::arg("env_ids"))
+      .def("recv", &PyVectorPool::Recv)
+      .def("seed", &PyVectorPool::Seed, py::arg("seeds"))
+      .def("reset", &PyVectorPool::Reset, py::arg("mask") = py::none())
+      .def("step", &PyVectorPool::Step, py::arg("actions"))
+      .def("step_into", &PyVectorPool::StepInto, py::arg("actions"), py::arg("obs"),
+           py::arg("reward"), py::arg("terminated"), py::arg("truncated"))
+      .def("episode_stats", &PyVectorPool::EpisodeStats)
+      .def("final_obs", &PyVectorPool::FinalObs)
+      .def("get_state", &PyVectorPool::GetState, py::arg("env"))
+      .def("rollout_context", &PyVectorPool::RolloutContextFor, py::arg("obs"), py::arg("reward"),
+           py::arg("terminated"), py::arg("truncated"), py::arg("final_obs"))
+      .def("rollout_episodes", &PyVectorPool::RolloutEpisodes)
+      .def("close", &PyVectorPool::Close)
+      .def_property_readonly("num_threads", &PyVectorPool::num_threads);
+
+  m.attr("_rollout_step_address") = reinterpret_cast<uintptr_t>(&FastbatchRolloutStep);
+  m.attr("_rollout_error_address") = reinterpret_cast<uintptr_t>(&FastbatchRolloutError);
+}
+
+void RegisterSharedWords(py::module_& m) {
+  m.def("_wait_word", &fastbatch::WaitWord, py::arg("address"), py::arg("old"),
+        py::arg("timeout_s"), py::arg("spin_us") = 0.0, py::arg("yield_") = false,
+        py::call_guard<py::gil_scoped_release>(),
+        "Waits for a shared uint32 to change (spin, then futex).");
+  m.def("_store_word", &fastbatch::StoreWord, py::arg("address"), py::arg("value"),
+        "Stores a shared uint32 and wakes its sleepers, if any.");
+  m.def("_add_word", &fastbatch::AddWord, py::arg("address"), py::arg("delta") = 1,
+        "Adds to a shared uint32, wakes its sleepers, returns the new value.");
+  m.def("_load_word", &fastbatch::LoadWord, py::arg("address"));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "fastbatch private extension: the C++ engine. Use the `fastbatch` package instead.";
+  m.attr("ABI_VERSION") = FASTBATCH_ABI_VERSION;
+  RegisterExceptions(m);
+  RegisterEnvTypes(m);
+  RegisterActionChecker(m);
+  RegisterVectorPool(m);
+  RegisterSharedWords(m);
+  m.def(
+      "_native_loop_seconds",
+      [](const fastbatch::EnvType& type, int64_t num_envs, int64_t steps, uint64_t seed) {
+        return fastbatch::NativeLoopSeconds(type.api, num_envs, steps, seed);
+      },
+      py::arg("env_type"), py::arg("num_envs"), py::arg("steps"), py::arg("seed") = 0,
+      py::call_guard<py::gil_scoped_release>(),
+      "Seconds of `steps` batch steps of a one-thread pool driven by a C++ loop (bench/).");
+}

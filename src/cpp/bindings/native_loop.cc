@@ -1,0 +1,82 @@
+#include "bindings/native_loop.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "core/vector_pool.h"
+#include "fastbatch/env.h"
+
+namespace fastbatch {
+namespace {
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<uint8_t[], FreeDeleter>;
+
+// `bytes` zeroed bytes at a 64-byte boundary, as the Python path's result slots are.
+AlignedBuffer AlignedZeros(size_t bytes) {
+  constexpr size_t kAlign = 64;
+  const size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+  void* p = std::aligned_alloc(kAlign, rounded == 0 ? kAlign : rounded);
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, rounded);
+  return AlignedBuffer(static_cast<uint8_t*>(p));
+}
+
+}  // namespace
+
+double NativeLoopSeconds(const fb_env_api* api, int64_t num_envs, int64_t steps, uint64_t seed) {
+  const fb_spec* spec = api->spec();
+  PoolConfig config;
+  config.num_envs = num_envs;
+  config.num_threads = 1;
+  config.max_episode_steps = spec->max_episode_steps;
+  for (int32_t i = 0; i < spec->num_params; ++i) {
+    config.params.push_back(spec->params[i].default_value);
+  }
+  VectorPool pool(api, config);
+  for (int64_t i = 0; i < num_envs; ++i) pool.Seed(i, seed + static_cast<uint64_t>(i));
+  int64_t act_size = 1;
+  for (int32_t d = 0; d < spec->action.ndim; ++d) act_size *= spec->action.shape[d];
+  constexpr int64_t kTables = 64;
+  std::vector<int64_t> discrete(static_cast<size_t>(kTables * num_envs * act_size));
+  std::vector<float> box(discrete.size());
+  fb_rng state;
+  Rng::Seed(&state, seed, 1);
+  Rng rng(&state);
+  for (size_t k = 0; k < discrete.size(); ++k) {
+    const size_t e = k % static_cast<size_t>(act_size);
+    discrete[k] = spec->action.is_discrete
+                      ? static_cast<int64_t>(rng.NextU64() % static_cast<uint64_t>(spec->action.n))
+                      : 0;
+    box[k] = spec->action.is_discrete
+                 ? 0.0f
+                 : static_cast<float>(rng.Uniform(spec->action.low[e], spec->action.high[e]));
+  }
+  const auto n = static_cast<size_t>(num_envs);
+  AlignedBuffer obs = AlignedZeros(n * static_cast<size_t>(pool.obs_row_bytes()));
+  AlignedBuffer reward = AlignedZeros(n * sizeof(float));
+  AlignedBuffer terminated = AlignedZeros(n), truncated = AlignedZeros(n);
+  BatchOut out;
+  out.obs = obs.get();
+  out.reward = reinterpret_cast<float*>(reward.get());
+  out.terminated = terminated.get();
+  out.truncated = truncated.get();
+  pool.Reset(nullptr, out.obs, nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t t = 0; t < steps; ++t) {
+    const size_t offset = static_cast<size_t>((t % kTables) * num_envs * act_size);
+    const void* actions = spec->action.is_discrete
+                              ? static_cast<const void*>(discrete.data() + offset)
+                              : static_cast<const void*>(box.data() + offset);
+    pool.Step(actions, out);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace fastbatch

@@ -1,0 +1,266 @@
+#include "bindings/py_vector_pool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <utility>
+
+namespace fastbatch {
+
+CallGuard::CallGuard(std::atomic<bool>* busy, const std::atomic<bool>* closing) : busy_(busy) {
+  if (closing->load(std::memory_order_acquire)) throw ClosedError();
+  if (busy_->exchange(true, std::memory_order_acquire)) {
+    throw std::runtime_error(
+        "this fastbatch env is already being used by another thread; an env may be called by "
+        "one thread at a time");
+  }
+}
+
+PyVectorPool::PyVectorPool(const EnvType& type, int64_t num_envs, int num_threads,
+                           int autoreset_mode, int64_t max_episode_steps,
+                           std::vector<double> params, int64_t batch_size)
+    : type_(type),
+      actions_(ActionChecker::ForSpace(type.api->spec()->action)),
+      step_slots_(num_envs, *type.api->spec()),
+      recv_slots_(batch_size > 0 ? batch_size : num_envs, *type.api->spec()),
+      obs_dtype_(NumpyDType(type.api->spec()->observation.dtype)),
+      reward_dtype_(py::dtype::of<float>()),
+      flag_dtype_(py::dtype::of<bool>()) {
+  if (num_envs <= 0) {
+    throw py::value_error("num_envs must be a positive integer, got " + std::to_string(num_envs));
+  }
+  if (num_threads <= 0) {
+    throw py::value_error("num_threads must be a positive integer, got " +
+                          std::to_string(num_threads));
+  }
+  if (autoreset_mode < 0 || autoreset_mode > 2) {
+    throw py::value_error("autoreset_mode must be 0 (next step), 1 (same step) or 2 (disabled)");
+  }
+  const fb_spec* spec = type.api->spec();
+  if (static_cast<int32_t>(params.size()) != spec->num_params) {
+    throw py::value_error("expected " + std::to_string(spec->num_params) + " env params, got " +
+                          std::to_string(params.size()));
+  }
+  if (batch_size < 0 || batch_size > num_envs) {
+    throw py::value_error("batch_size must be between 1 and num_envs=" + std::to_string(num_envs) +
+                          ", got " + std::to_string(batch_size));
+  }
+  PoolConfig config;
+  config.num_envs = num_envs;
+  config.num_threads = num_threads;
+  config.autoreset_mode = static_cast<AutoresetMode>(autoreset_mode);
+  config.max_episode_steps = max_episode_steps;
+  config.params = std::move(params);
+  config.batch_size = batch_size;
+  pool_ = std::make_unique<VectorPool>(type.api, config);
+  batch_shape_ = {static_cast<py::ssize_t>(num_envs)};
+  obs_shape_ = batch_shape_;
+  for (py::ssize_t d : SpaceShape(spec->observation)) obs_shape_.push_back(d);
+}
+
+void PyVectorPool::Seed(const std::vector<std::optional<uint64_t>>& seeds) {
+  CallGuard guard(&busy_, &closing_);
+  CheckOpen();
+  if (static_cast<int64_t>(seeds.size()) != pool_->num_envs()) {
+    throw py::value_error("expected " + std::to_string(pool_->num_envs()) + " seeds, got " +
+                          std::to_string(seeds.size()));
+  }
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    if (seeds[i].has_value()) pool_->Seed(static_cast<int64_t>(i), *seeds[i]);
+  }
+}
+
+py::array PyVectorPool::Reset(std::optional<py::array> mask) {
+  CallGuard guard(&busy_, &closing_);
+  CheckOpen();
+  std::optional<BoolArray> mask_array;
+  const uint8_t* mask_ptr = nullptr;
+  if (mask.has_value()) {
+    mask_array = CheckResetMask(*mask, pool_->num_envs());
+    mask_ptr = reinterpret_cast<const uint8_t*>(mask_array->data());
+  }
+  Slot& slot = step_slots_.Acquire();
+  const void* prev =
+      last_obs_.is_none() ? nullptr : py::reinterpret_borrow<py::array>(last_obs_).data();
+  void* obs = slot.obs.mutable_data();
+  {
+    py::gil_scoped_release release;
+    pool_->Reset(mask_ptr, obs, prev);
+  }
+  last_obs_ = slot.obs;
+  return slot.obs;
+}
+
+py::tuple PyVectorPool::Step(py::handle actions_in) {
+  CallGuard guard(&busy_, &closing_);
+  CheckOpen();
+  const py::array actions = actions_.Check(actions_in, pool_->num_envs());
+  Slot& slot = step_slots_.Acquire();
+  const BatchOut out = slot.Out();
+  const void* act = actions.data();
+  int64_t ended;
+  {
+    py::gil_scoped_release release;
+    ended = pool_->Step(act, out);
+  }
+  last_obs_ = slot.obs;
+  return py::make_tuple(slot.obs, slot.reward, slot.terminated, slot.truncated, ended);
+}
+
+int64_t PyVectorPool::StepInto(py::handle actions_in, py::array obs, py::array reward,
+                               py::array terminated, py::array truncated) {
+  CallGuard guard(&busy_, &closing_);
+  CheckOpen();
+  const py::array actions = actions_.Check(actions_in, pool_->num_envs());
+  CheckOutArray("obs", obs, obs_dtype_, obs_shape_);
+  CheckOutArray("reward", reward, reward_dtype_, batch_shape_);
+  CheckOutArray("terminated", terminated, flag_dtype_, batch_shape_);
+  CheckOutArray("truncated", truncated, flag_dtype_, batch_shape_);
+  BatchOut out;
+  out.obs = obs.mutable_data();
+  out.reward = static_cast<float*>(reward.mutable_data());
+  out.terminated = static_cast<uint8_t*>(terminated.mutable_data());
+  out.truncated = static_cast<uint8_t*>(truncated.mutable_data());
+  const void* act = actions.data();
+  int64_t ended;
+  {
+    py::gil_scoped_release release;
+    ended = pool_->Step(act, out);
+  }
+  last_obs_ = obs;
+  return ended;
+}
+
+void PyVectorPool::Send(py::handle actions_in, py::handle env_ids_in) {
+  CallGuard guard(&busy_, &closing_);
+  CheckOpen();
+  const Int64Array ids = CheckEnvIds(env_ids_in);
+  const int64_t count = ids.shape(0);
+  const int64_t* id_ptr = ids.data();
+  const py::array actions = actions_.Check(actions_in, count, id_ptr);
+  const void* act = actions.data();
+  py::gil_scoped_release release;
+  pool_->Send(id_ptr, count, act);
+}
+
+py::tuple PyVectorPool::Recv() {
+  CallGuard guard(&busy_, &closing_);
+  CheckOpen();
+  const int64_t b = pool_->batch_size();
+  Slot& slot = recv_slots_.Acquire();
+  py::array_t<int64_t> ids(b);
+  const BatchOut out = slot.Out();
+  int64_t* id_ptr = ids.mutable_data();
+  int64_t ended;
+  {
+    py::gil_scoped_release release;
+    ended = pool_->Recv(out, id_ptr);
+  }
+  return py::make_tuple(slot.obs, slot.reward, slot.terminated, slot.truncated, ids, ended);
+}
+
+py::tuple PyVectorPool::EpisodeStats() {
+  CheckOpen();
+  const auto n = static_cast<py::ssize_t>(pool_->stats_rows());
+  py::array_t<bool> done(n);
+  std::memcpy(done.mutable_data(), pool_->done(), static_cast<size_t>(n));
+  return py::make_tuple(done, py::array_t<double>(n, pool_->episode_return()),
+                        py::array_t<int64_t>(n, pool_->episode_length()),
+                        py::array_t<double>(n, pool_->episode_time()));
+}
+
+py::array PyVectorPool::FinalObs() {
+  CheckOpen();
+  if (pool_->autoreset_mode() != AutoresetMode::kSameStep) {
+    throw py::value_error("final observations are kept only in SAME_STEP autoreset mode");
+  }
+  std::vector<py::ssize_t> shape = obs_shape_;
+  shape[0] = static_cast<py::ssize_t>(pool_->stats_rows());
+  py::array out(obs_dtype_, shape);
+  std::memcpy(out.mutable_data(), pool_->final_obs(),
+              static_cast<size_t>(pool_->stats_rows() * pool_->obs_row_bytes()));
+  return out;
+}
+
+py::array_t<double> PyVectorPool::GetState(int64_t env) {
+  CallGuard guard(&busy_, &closing_);
+  CheckOpen();
+  if (env < 0 || env >= pool_->num_envs()) throw py::index_error("env index out of range");
+  double buffer[256];
+  const int64_t n = pool_->GetState(env, buffer, 256);
+  if (n == 0) throw py::value_error("this env type does not expose its state");
+  return py::array_t<double>(std::min<int64_t>(n, 256), buffer);
+}
+
+void PyVectorPool::Close() {
+  closing_.store(true, std::memory_order_release);
+  bool acquired = false;
+  {
+    py::gil_scoped_release release;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!(acquired = !busy_.exchange(true, std::memory_order_acquire)) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  if (!acquired) {
+    closing_.store(false, std::memory_order_release);
+    throw std::runtime_error("close() gave up after 10 s waiting for a call in another thread");
+  }
+  struct Release {
+    std::atomic<bool>* busy;
+    ~Release() { busy->store(false, std::memory_order_release); }
+  } release_busy{&busy_};
+  step_slots_.Clear();
+  recv_slots_.Clear();
+  rollout_.reset();
+  rollout_storage_ = py::none();
+  last_obs_ = py::none();
+  pool_.reset();
+}
+
+uintptr_t PyVectorPool::RolloutContextFor(py::array obs, py::array reward, py::array terminated,
+                                          py::array truncated, py::array final_obs) {
+  CheckOpen();
+  const int64_t n = pool_->num_envs();
+  const int64_t t = reward.ndim() == 2 ? reward.shape(0) : -1;
+  auto check = [&](const py::array& a, const char* name, py::ssize_t rows, int64_t row_bytes) {
+    if (!(a.flags() & py::array::c_style) || !a.writeable() || a.ndim() < 2 || a.shape(0) != rows ||
+        a.shape(1) != n || a.nbytes() != rows * n * row_bytes) {
+      throw py::value_error(std::string("rollout storage '") + name +
+                            "' has the wrong shape or layout");
+    }
+  };
+  if (t <= 0) throw py::value_error("reward storage must have shape (T, num_envs)");
+  check(obs, "obs", t + 1, pool_->obs_row_bytes());
+  check(reward, "reward", t, 4);
+  check(terminated, "terminated", t, 1);
+  check(truncated, "truncated", t, 1);
+  check(final_obs, "final_obs", t, pool_->obs_row_bytes());
+  rollout_ = std::make_unique<RolloutContext>();
+  rollout_->pool = pool_.get();
+  rollout_->obs = static_cast<uint8_t*>(obs.mutable_data());
+  rollout_->reward = static_cast<float*>(reward.mutable_data());
+  rollout_->terminated = static_cast<uint8_t*>(terminated.mutable_data());
+  rollout_->truncated = static_cast<uint8_t*>(truncated.mutable_data());
+  rollout_->final_obs = static_cast<uint8_t*>(final_obs.mutable_data());
+  rollout_->steps = t;
+  rollout_->obs_dtype = pool_->spec().observation.dtype;
+  rollout_storage_ = py::make_tuple(obs, reward, terminated, truncated, final_obs);
+  return reinterpret_cast<uintptr_t>(rollout_.get());
+}
+
+py::tuple PyVectorPool::RolloutEpisodes() {
+  CheckOpen();
+  if (!rollout_) return py::make_tuple(py::array_t<double>(0), py::array_t<int64_t>(0));
+  const auto count = static_cast<py::ssize_t>(rollout_->episode_returns.size());
+  py::array_t<double> returns(count, rollout_->episode_returns.data());
+  py::array_t<int64_t> lengths(count, rollout_->episode_lengths.data());
+  rollout_->episode_returns.clear();
+  rollout_->episode_lengths.clear();
+  return py::make_tuple(returns, lengths);
+}
+
+}  // namespace fastbatch

@@ -1,0 +1,120 @@
+// `_core._VectorPool`: the Python face of one VectorPool (core/vector_pool.h). It checks every
+// argument at the boundary (bindings/checks.h), converts with the GIL held, releases the GIL
+// only around the pool's own C++ work, and hands results back in reused aligned slots
+// (bindings/result_slots.h).
+//
+// Threading: one thread at a time may call a pool; a call while another thread's call is
+// running raises RuntimeError (CallGuard) instead of racing. `close()` may come from any
+// thread: it refuses new calls, waits up to 10 s for the running one, then frees the pool.
+// Every method called after close raises ClosedError (`_core.ClosedEnvError`); close itself
+// may be called again and does nothing.
+//
+// Ownership: the pool owns its envs, its result slots (arrays handed out stay valid after
+// close) and the rollout context (rollout_abi.h) with a reference to that context's storage.
+#ifndef FASTBATCH_BINDINGS_PY_VECTOR_POOL_H_
+#define FASTBATCH_BINDINGS_PY_VECTOR_POOL_H_
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "bindings/checks.h"
+#include "bindings/result_slots.h"
+#include "bindings/rollout_abi.h"
+#include "bindings/spec_dict.h"
+#include "core/vector_pool.h"
+
+namespace fastbatch {
+
+namespace py = pybind11;
+
+// A call on a closed pool; `_core.ClosedEnvError` (a RuntimeError) in Python.
+class ClosedError : public std::runtime_error {
+ public:
+  ClosedError() : std::runtime_error("this fastbatch env is closed") {}
+};
+
+// Holds `busy` for the duration of a call; throws ClosedError once `closing` is set and
+// RuntimeError when another thread's call holds `busy`.
+class CallGuard {
+ public:
+  CallGuard(std::atomic<bool>* busy, const std::atomic<bool>* closing);
+  ~CallGuard() { busy_->store(false, std::memory_order_release); }
+  CallGuard(const CallGuard&) = delete;
+  CallGuard& operator=(const CallGuard&) = delete;
+
+ private:
+  std::atomic<bool>* busy_;
+};
+
+class PyVectorPool {
+ public:
+  // autoreset_mode: 0 next step, 1 same step, 2 disabled. batch_size 0 or num_envs: sync;
+  // smaller: async (send/recv). Raises ValueError for an argument out of range.
+  PyVectorPool(const EnvType& type, int64_t num_envs, int num_threads, int autoreset_mode,
+               int64_t max_episode_steps, std::vector<double> params, int64_t batch_size);
+
+  // Seeds env i with seeds[i] where given; None keeps that env's generator running.
+  void Seed(const std::vector<std::optional<uint64_t>>& seeds);
+  // Resets every env (mask None) or those with a True mask entry; returns the observations
+  // (rows not reset repeat the last observations handed out).
+  py::array Reset(std::optional<py::array> mask);
+  // Steps every env: (obs, reward, terminated, truncated, episodes ended).
+  py::tuple Step(py::handle actions);
+  // Steps every env into caller-owned arrays (C-contiguous, writeable, 64-byte aligned, the
+  // exact dtype and shape of Step's results); returns the episodes ended.
+  int64_t StepInto(py::handle actions, py::array obs, py::array reward, py::array terminated,
+                   py::array truncated);
+  // Async mode: queues one step of each env in env_ids with its row of actions.
+  void Send(py::handle actions, py::handle env_ids);
+  // Async mode: waits for batch_size envs; returns (obs, reward, terminated, truncated,
+  // env_ids, episodes ended), rows in completion order.
+  py::tuple Recv();
+  // (done, return, length, seconds) rows of the last step or recv, as fresh arrays.
+  py::tuple EpisodeStats();
+  // SAME_STEP only: the final observations of the last step or recv, as a fresh array.
+  py::array FinalObs();
+  // The internal float64 state of env `env` (for tests and debugging).
+  py::array_t<double> GetState(int64_t env);
+  void Close();
+
+  // A context for FastbatchRolloutStep over the given rollout storage (C-contiguous arrays of
+  // shapes [T+1, N, *obs], [T, N] float32, [T, N] bool, [T, N] bool, [T, N, *obs]); returns its
+  // address. Replaces the previous context.
+  uintptr_t RolloutContextFor(py::array obs, py::array reward, py::array terminated,
+                              py::array truncated, py::array final_obs);
+  // Episodes ended through the rollout context since the last call: (returns, lengths).
+  py::tuple RolloutEpisodes();
+
+  // Threads stepping the batch (the caller counts as one); 0 after close.
+  int num_threads() const { return pool_ ? pool_->num_threads() : 0; }
+
+ private:
+  void CheckOpen() const {
+    if (!pool_) throw ClosedError();
+  }
+
+  EnvType type_;
+  std::unique_ptr<VectorPool> pool_;
+  ActionChecker actions_;
+  ResultSlots step_slots_;            // num_envs rows: reset/step results
+  ResultSlots recv_slots_;            // batch_size rows: recv results
+  py::object last_obs_ = py::none();  // the obs array last handed out (partial resets copy it)
+  std::atomic<bool> busy_{false};
+  std::atomic<bool> closing_{false};  // set by Close(): every later call is refused
+  std::unique_ptr<RolloutContext> rollout_;
+  py::object rollout_storage_ = py::none();  // keeps the rollout context's arrays alive
+  // The expected dtypes and shapes of step_into's arrays.
+  py::dtype obs_dtype_, reward_dtype_, flag_dtype_;
+  std::vector<py::ssize_t> obs_shape_, batch_shape_;
+};
+
+}  // namespace fastbatch
+
+#endif  // FASTBATCH_BINDINGS_PY_VECTOR_POOL_H_

@@ -1,0 +1,62 @@
+#include "bindings/rollout_abi.h"
+
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+
+#include "core/dtype.h"
+
+using fastbatch::AutoresetMode;
+using fastbatch::BatchOut;
+using fastbatch::RolloutContext;
+using fastbatch::VectorPool;
+
+extern "C" int32_t FastbatchRolloutStep(void* context, int64_t t, const void* actions,
+                                        float* next_obs) {
+  auto* ctx = static_cast<RolloutContext*>(context);
+  try {
+    if (t < 0 || t >= ctx->steps) throw std::out_of_range("rollout step index out of range");
+    VectorPool& pool = *ctx->pool;
+    const int64_t n = pool.num_envs();
+    const int64_t row = pool.obs_row_bytes();
+    BatchOut out;
+    out.obs = ctx->obs + (t + 1) * n * row;
+    out.reward = ctx->reward + t * n;
+    out.terminated = ctx->terminated + t * n;
+    out.truncated = ctx->truncated + t * n;
+    const int64_t ended = pool.Step(actions, out);
+    if (ended > 0) {
+      const uint8_t* done = pool.done();
+      for (int64_t i = 0; i < n; ++i) {
+        if (!done[i]) continue;
+        ctx->episode_returns.push_back(pool.episode_return()[i]);
+        ctx->episode_lengths.push_back(pool.episode_length()[i]);
+        if (pool.autoreset_mode() == AutoresetMode::kSameStep) {
+          std::memcpy(ctx->final_obs + (t * n + i) * row, pool.final_obs() + i * row,
+                      static_cast<size_t>(row));
+        }
+      }
+    }
+    const auto* obs = static_cast<const uint8_t*>(out.obs);
+    const int64_t count = n * row / fastbatch::DTypeSize(ctx->obs_dtype);
+    if (ctx->obs_dtype == FB_FLOAT32) {
+      std::memcpy(next_obs, obs, static_cast<size_t>(count) * sizeof(float));
+    } else if (ctx->obs_dtype == FB_FLOAT64) {
+      const auto* src = reinterpret_cast<const double*>(obs);
+      for (int64_t k = 0; k < count; ++k) next_obs[k] = static_cast<float>(src[k]);
+    } else {
+      throw std::invalid_argument("the TF rollout op takes float32 or float64 observations");
+    }
+    return 0;
+  } catch (const fastbatch::EnvError& e) {
+    ctx->error =
+        (e.env_index() >= 0 ? "env " + std::to_string(e.env_index()) + ": " : "") + e.what();
+  } catch (const std::exception& e) {
+    ctx->error = e.what();
+  }
+  return -1;
+}
+
+extern "C" const char* FastbatchRolloutError(void* context) {
+  return static_cast<RolloutContext*>(context)->error.c_str();
+}

@@ -1,0 +1,52 @@
+// The rollout path of the TensorFlow op (python/fastbatch/ppo/fastbatch_tf_op.cc): one batch
+// step written straight into slot t of preallocated rollout storage, with no Python involved.
+// The op calls FastbatchRolloutStep / FastbatchRolloutError through plain function pointers
+// (`_core._rollout_step_address`, `_core._rollout_error_address`) with an opaque context
+// (`_VectorPool.rollout_context(...)`), so the op library links against neither _core nor Python.
+//
+// Ownership: the storage arrays are owned by the Python caller, which `_VectorPool` keeps alive
+// while the context is in use; the context is owned by its `_VectorPool` and dies when the pool
+// closes or makes a new context. Threading: one call at a time per context, from any thread,
+// without the GIL (nothing here touches Python); the caller must not call the same
+// `_VectorPool` meanwhile (the op runs inside the trainer's own step, never beside it).
+#ifndef FASTBATCH_BINDINGS_ROLLOUT_ABI_H_
+#define FASTBATCH_BINDINGS_ROLLOUT_ABI_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/vector_pool.h"
+
+namespace fastbatch {
+
+struct RolloutContext {
+  VectorPool* pool = nullptr;
+  uint8_t* obs = nullptr;               // [T + 1, N, *obs_shape] of the observation dtype
+  float* reward = nullptr;              // [T, N]
+  uint8_t* terminated = nullptr;        // [T, N]
+  uint8_t* truncated = nullptr;         // [T, N]
+  uint8_t* final_obs = nullptr;         // [T, N, *obs_shape] (rows written in SAME_STEP mode only)
+  int64_t steps = 0;                    // T
+  int32_t obs_dtype = 0;                // fb_dtype code
+  std::vector<double> episode_returns;  // episodes ended since the last read
+  std::vector<int64_t> episode_lengths;
+  std::string error;  // the last failure's message
+};
+
+}  // namespace fastbatch
+
+extern "C" {
+
+// Steps the pool with `actions` ([N] int64 for Discrete, [N, *act_shape] of the action dtype)
+// into slot t of the storage (observations into row t + 1), and writes the new observations as
+// float32 to `next_obs` ([N, *obs_shape]). Returns 0, or -1 with the message in the context's
+// `error` (the env's index first when one env failed).
+int32_t FastbatchRolloutStep(void* context, int64_t t, const void* actions, float* next_obs);
+
+// The message of the context's last failure; valid until its next step.
+const char* FastbatchRolloutError(void* context);
+
+}  // extern "C"
+
+#endif  // FASTBATCH_BINDINGS_ROLLOUT_ABI_H_

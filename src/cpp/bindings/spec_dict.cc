@@ -1,0 +1,63 @@
+#include "bindings/spec_dict.h"
+
+#include <pybind11/stl.h>
+
+#include <stdexcept>
+
+#include "core/dtype.h"
+
+namespace fastbatch {
+
+py::dtype NumpyDType(int32_t code) {
+  const char* name = DTypeName(code);
+  if (name == nullptr) {
+    throw std::invalid_argument("unsupported dtype code " + std::to_string(code));
+  }
+  return py::dtype(name);
+}
+
+std::vector<py::ssize_t> SpaceShape(const fb_space& space) {
+  std::vector<py::ssize_t> shape;
+  for (int32_t d = 0; d < space.ndim; ++d)
+    shape.push_back(static_cast<py::ssize_t>(space.shape[d]));
+  return shape;
+}
+
+int64_t SpaceSize(const fb_space& space) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < space.ndim; ++d) n *= space.shape[d];
+  return n;
+}
+
+py::dict SpaceDict(const fb_space& space) {
+  py::dict d;
+  if (space.is_discrete) {
+    d["kind"] = "discrete";
+    d["n"] = space.n;
+    return d;
+  }
+  d["kind"] = "box";
+  d["dtype"] = NumpyDType(space.dtype);
+  d["shape"] = py::tuple(py::cast(SpaceShape(space)));
+  const int64_t n = SpaceSize(space);
+  d["low"] = py::array_t<double>(n, space.low);
+  d["high"] = py::array_t<double>(n, space.high);
+  return d;
+}
+
+py::dict SpecDict(const fb_spec& spec) {
+  py::dict d;
+  d["id"] = spec.id;
+  d["observation"] = SpaceDict(spec.observation);
+  d["action"] = SpaceDict(spec.action);
+  d["max_episode_steps"] = spec.max_episode_steps;
+  d["reward_threshold"] = spec.has_reward_threshold ? py::cast(spec.reward_threshold) : py::none();
+  py::dict params;
+  for (int32_t i = 0; i < spec.num_params; ++i) {
+    params[spec.params[i].name] = spec.params[i].default_value;
+  }
+  d["params"] = params;
+  return d;
+}
+
+}  // namespace fastbatch
