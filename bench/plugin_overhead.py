@@ -68,7 +68,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         library = build_plugin(Path(tmp))
         fastbatch.register_native_env("PluginCartPole-v1", library, replace=True)
-        plugin_type = _core._load_plugin(str(library))
+        (plugin_type,) = _core._load_plugin(str(library))
     builtin_type = _core._builtin_env_types()["CartPole-v1"]
 
     print(f"{'measure':<34}{'built-in':>12}{'plugin':>12}{'ratio':>8}")

@@ -46,9 +46,13 @@ class _EnvType:
 
     @property
     def spec(self) -> dict[str, Any]:
-        """``{"id", "observation", "action", "max_episode_steps", "reward_threshold", "params"}``;
-        a space is ``{"kind": "discrete", "n"}`` or ``{"kind": "box", "dtype", "shape", "low",
-        "high"}``."""
+        """The spec for the default params: ``{"id", "observation", "action",
+        "max_episode_steps", "reward_threshold", "params"}``; a space is ``{"kind": "discrete",
+        "n"}`` or ``{"kind": "box", "dtype", "shape", "low", "high"}``; ``params`` maps each name
+        to ``{"default", "kind", "low", "high", "choices"}``."""
+    @property
+    def abi_version(self) -> int:
+        """The ABI version the table was built with (1 or 2)."""
     @property
     def id(self) -> str: ...
 
@@ -158,12 +162,17 @@ class _VectorPool:
     @property
     def num_threads(self) -> int:
         """Threads stepping the batch (the caller counts as one); 0 after close."""
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The spec of these envs (``_EnvType.spec``'s layout): spaces and time limit for the
+        params they were made with."""
 
 def _builtin_env_types() -> dict[str, _EnvType]:
     """Every env compiled into the extension, by id (ids starting with ``_`` are test envs)."""
 
-def _load_plugin(path: str, symbol: str = "fastbatch_get_env_api") -> _EnvType:
-    """Opens a plugin library (kept loaded for the process lifetime) and checks its table."""
+def _load_plugin(path: str, symbol: str = "") -> list[_EnvType]:
+    """Opens a plugin library (kept loaded for the process lifetime) and checks its tables:
+    every env it exports, or the one ``symbol`` returns."""
 
 def _env_type_from_capsule(capsule: Any) -> _EnvType:
     """An env type from a capsule named ``CAPSULE_NAME`` holding a ``const fb_env_api*``."""

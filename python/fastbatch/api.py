@@ -3,7 +3,6 @@ and the registration of native ids, in fastbatch's registry and in gymnasium's."
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import gymnasium
@@ -15,7 +14,7 @@ from fastbatch.native import NativeVectorEnv
 from fastbatch.process import ProcessVectorEnv, env_factories
 from fastbatch.registry import REGISTRY, NativeEnvSpec
 
-__all__ = ["add_native_env", "make", "register_builtin_envs"]
+__all__ = ["add_native_env", "make", "make_vector", "register_builtin_envs"]
 
 _PROCESS_OPTIONS = (
     "num_workers",
@@ -76,23 +75,35 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
 
 
 def add_native_env(
-    env_type: Any, env_id: str | None = None, defaults: dict | None = None
+    env_type: Any,
+    env_id: str | None = None,
+    defaults: dict | None = None,
+    max_episode_steps: int | None = None,
 ) -> NativeEnvSpec:
     """Registers a native env type (`_core._EnvType`) with fastbatch and, unless its id starts
-    with '_', with gymnasium as ``fastbatch/<id>`` (``vector_entry_point``)."""
-    spec = REGISTRY.add(env_type, env_id, defaults)
+    with '_', with gymnasium as ``fastbatch/<id>``: ``gymnasium.make`` gives a single env
+    (`fastbatch.single.NativeEnv`), ``gymnasium.make_vec`` a fastbatch vector env."""
+    spec = REGISTRY.add(env_type, env_id, defaults, max_episode_steps)
     if not spec.id.startswith("_"):
         gym_id = spec.id if "/" in spec.id else f"{NAMESPACE}/{spec.id}"
         if gym_id in gymnasium.registry:
             del gymnasium.registry[gym_id]
+        # Entry points as strings (so specs serialise and compare equal), the id as a kwarg.
         gymnasium.register(
             id=gym_id,
-            entry_point=None,
-            vector_entry_point=functools.partial(make, spec.id),
+            entry_point="fastbatch.single:NativeEnv",
+            vector_entry_point="fastbatch.api:make_vector",
             max_episode_steps=spec.max_episode_steps,
             reward_threshold=spec.reward_threshold,
+            kwargs={"env_id": spec.id},
         )
     return spec
+
+
+def make_vector(env_id: str, num_envs: int = 1, **kwargs: Any):
+    """``gymnasium.make_vec("fastbatch/<id>", vectorization_mode="vector_entry_point")``'s
+    entry point: `make` for a native id."""
+    return make(env_id, num_envs, backend="native", **kwargs)
 
 
 def register_builtin_envs() -> None:

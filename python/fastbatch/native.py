@@ -15,7 +15,7 @@ from fastbatch._args import MODE_CODES, parse_autoreset_mode, positive_int, seed
 from fastbatch._base import BatchVectorEnv
 from fastbatch._infos import add_info, episode_info
 from fastbatch.errors import AsyncStateError
-from fastbatch.registry import REGISTRY, NativeEnvSpec
+from fastbatch.registry import REGISTRY, spec_from_dict
 
 __all__ = ["NativeVectorEnv", "RolloutBinding"]
 
@@ -37,23 +37,6 @@ class RolloutBinding:
     error_fn: int
     episodes: Callable[[], tuple[np.ndarray, np.ndarray]]
     """Returns and lengths of the episodes that ended through ``step_fn`` since the last call."""
-
-
-def _env_params(spec: NativeEnvSpec, kwargs: dict[str, Any]) -> list[float]:
-    unknown = sorted(set(kwargs) - set(spec.params))
-    if unknown:
-        accepted = ", ".join(spec.params) or "none"
-        raise TypeError(
-            f"{spec.id} got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
-            f"it accepts: {accepted}"
-        )
-    values = []
-    for name, default in spec.params.items():
-        value = kwargs.get(name, default)
-        if not isinstance(value, numbers.Real):
-            raise TypeError(f"{spec.id} parameter {name!r} must be a number, got {value!r}")
-        values.append(float(value))
-    return values
 
 
 class NativeVectorEnv(BatchVectorEnv):
@@ -87,8 +70,9 @@ class NativeVectorEnv(BatchVectorEnv):
             raise ValueError(f"batch_size must be at most num_envs={num_envs}, got {batch_size}")
         workers = worker_count(num_workers, num_threads, num_envs)
         mode = parse_autoreset_mode(autoreset_mode)
-        if max_episode_steps is None:
-            max_episode_steps = spec.max_episode_steps or 0
+        if max_episode_steps is None:  # registered limit, else the env's own (-1)
+            limit = REGISTRY.time_limit(env_id)
+            max_episode_steps = -1 if limit is None else limit
         elif (
             isinstance(max_episode_steps, bool)
             or not isinstance(max_episode_steps, numbers.Integral)
@@ -100,7 +84,7 @@ class NativeVectorEnv(BatchVectorEnv):
             )
         if stats_key is not None and not isinstance(stats_key, str):
             raise TypeError(f"stats_key must be a string or None, got {stats_key!r}")
-        params = _env_params(spec, kwargs)
+        params = spec.encode_params(kwargs)
         seeds = None if seed is None else seed_list(seed, num_envs)
 
         self._spec = spec
@@ -114,7 +98,15 @@ class NativeVectorEnv(BatchVectorEnv):
             params,
             batch_size,
         )
-        self._setup(num_envs, batch_size, mode, spec.observation_space, spec.action_space)
+        # The envs' own spec: spaces and time limit may depend on the params they were made with.
+        self._env_spec = spec_from_dict(self._pool.spec, spec.id)
+        self._setup(
+            num_envs,
+            batch_size,
+            mode,
+            self._env_spec.observation_space,
+            self._env_spec.action_space,
+        )
         self._idle_ids = self._all_ids  # async: the envs the next send() without env_ids steps
         if seeds is not None:
             self._pool.seed(seeds)

@@ -1,8 +1,9 @@
-"""Users' own native envs: `register_native_env` loads a compiled plugin and registers its id.
+"""Users' own native envs: `register_native_env` loads a compiled plugin and registers its ids.
 
 A plugin is a shared library built against the installed headers (see README, "Write your own
-native env") exporting one env class with ``FASTBATCH_EXPORT_ENV``, or a capsule named
-``"fastbatch.env_api"`` handed over by the author's own extension module.
+native env") exporting its env classes with ``FASTBATCH_EXPORT_ENVS(A, B, ...)`` (or one with
+``FASTBATCH_EXPORT_ENV``), or a capsule named ``"fastbatch.env_api"`` handed over by the author's
+own extension module. Plugins built against ABI version 1 (fastbatch 0.1) keep loading.
 """
 
 from __future__ import annotations
@@ -14,54 +15,85 @@ from typing import Any
 from fastbatch import _core
 from fastbatch._args import strip_namespace
 from fastbatch.api import add_native_env
+from fastbatch.errors import PluginError
 from fastbatch.registry import REGISTRY
 
 __all__ = ["register_native_env"]
 
 
 def register_native_env(
-    env_id: str,
+    env_id: str | None,
     source: str | os.PathLike | Any,
     *,
     entry: str | None = None,
     replace: bool = False,
+    max_episode_steps: int | None = None,
     **default_kwargs: Any,
-) -> None:
-    """Registers the native env in ``source`` under ``env_id``.
+) -> list[str]:
+    """Registers the native env(s) in ``source``; returns the ids registered.
 
     ``source``: the path of a plugin shared library, or a ``PyCapsule`` named
-    ``"fastbatch.env_api"``. ``entry``: the exported symbol (default
-    ``fastbatch_get_env_api``, what ``FASTBATCH_EXPORT_ENV`` defines). ``default_kwargs``
-    override the env's declared parameter defaults for every ``make(env_id)``.
+    ``"fastbatch.env_api"``. ``env_id``: None registers every env the library exports under its
+    own id; a string registers one env under that id: the library's only env, or, in a library
+    of several, the one whose id it is. ``entry``: a custom exported symbol returning one table
+    (default: what ``FASTBATCH_EXPORT_ENVS`` defines). ``max_episode_steps`` replaces the env's
+    time limit (0: none) and ``default_kwargs`` its param defaults, for every ``make`` of that
+    id; both need a single env.
 
-    Afterwards ``fastbatch.make(env_id, ...)`` and ``gymnasium.make_vec("fastbatch/<env_id>",
-    vectorization_mode="vector_entry_point")`` work as for the built-ins. Registering an id
+    Afterwards ``fastbatch.make(id, ...)``, ``gymnasium.make("fastbatch/<id>")`` and
+    ``gymnasium.make_vec("fastbatch/<id>", ...)`` work as for the built-ins. Registering an id
     that exists raises ``ValueError`` unless ``replace=True``. A library stays loaded until the
     process exits.
 
     Raises ``FileNotFoundError`` for a missing library and ``fastbatch.PluginError`` (a
-    ``ValueError``) for one that does not load, lacks the entry symbol, was built for another
-    ABI version, or declares an unsupported spec.
+    ``ValueError``) for one that does not load, lacks the entry symbol, was built for an ABI
+    version this fastbatch does not speak, or declares a spec that breaks the contract (the
+    message names the env and the field).
     """
-    if isinstance(env_id, str):
+    if env_id is not None:
+        if not isinstance(env_id, str):
+            raise TypeError(f"env_id must be a string or None, got {type(env_id).__name__}")
         env_id = strip_namespace(env_id)  # the gymnasium id of a native env: the same env
-    if not isinstance(env_id, str) or not env_id or env_id.startswith("_"):
-        raise ValueError(f"env_id must be a non-empty string not starting with '_', got {env_id!r}")
-    if REGISTRY.has(env_id) and not replace:
-        raise ValueError(
-            f"an env is already registered as {env_id!r}; pass replace=True to replace it"
+        if not env_id or env_id.startswith("_"):
+            raise ValueError(
+                f"env_id must be a non-empty string not starting with '_', got {env_id!r}"
+            )
+    types = _load(source, entry)
+    if env_id is not None and len(types) > 1:
+        chosen = [t for t in types if t.id == env_id]
+        if not chosen:
+            ids = ", ".join(sorted(t.id for t in types))
+            raise PluginError(f"{source} exports no env {env_id!r}; it exports: {ids}")
+        types = chosen
+    if len(types) > 1 and (default_kwargs or max_episode_steps is not None):
+        raise TypeError(
+            "default keyword arguments and max_episode_steps apply to one env: name it with env_id"
         )
+    names = [env_id if env_id is not None else t.id for t in types]
+    for name in names:
+        if name.startswith("_"):
+            raise ValueError(
+                f"{source} exports the private id {name!r}: register it under another id"
+            )
+        if REGISTRY.has(name) and not replace:
+            raise ValueError(
+                f"an env is already registered as {name!r}; pass replace=True to replace it"
+            )
+    for env_type, name in zip(types, names, strict=True):
+        add_native_env(env_type, name, default_kwargs, max_episode_steps)
+    return names
+
+
+def _load(source: Any, entry: str | None) -> list:
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if not path.is_file():
             raise FileNotFoundError(f"no plugin library at {str(path)!r}")
-        env_type = _core._load_plugin(str(path.resolve()), entry or "fastbatch_get_env_api")
-    elif type(source).__name__ == "PyCapsule":
+        return _core._load_plugin(str(path.resolve()), entry or "")
+    if type(source).__name__ == "PyCapsule":
         if entry is not None:
             raise ValueError("entry applies to a library path, not to a capsule")
-        env_type = _core._env_type_from_capsule(source)
-    else:
-        raise TypeError(
-            f"source must be a path to a shared library or a PyCapsule, got {type(source).__name__}"
-        )
-    add_native_env(env_type, env_id=env_id, defaults=default_kwargs)
+        return [_core._env_type_from_capsule(source)]
+    raise TypeError(
+        f"source must be a path to a shared library or a PyCapsule, got {type(source).__name__}"
+    )

@@ -7,6 +7,8 @@ too (as ``fastbatch/<id>``).
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,19 +18,98 @@ import numpy as np
 from fastbatch._args import strip_namespace
 from fastbatch.errors import UnknownEnvError
 
-__all__ = ["REGISTRY", "NativeEnvSpec", "list_envs", "spec"]
+__all__ = ["REGISTRY", "NativeEnvSpec", "ParamInfo", "list_envs", "spec", "spec_from_dict"]
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """What a native env's constructor param accepts: its kind ("float", "int", "bool" or
+    "choice"), its default, and its inclusive range (float, int) or its choices."""
+
+    kind: str
+    default: Any
+    low: float = -math.inf
+    high: float = math.inf
+    choices: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """What is accepted, in words (for error messages)."""
+        if self.kind == "choice":
+            return "one of " + ", ".join(map(repr, self.choices))
+        if self.kind == "bool":
+            return "a bool"
+        what = "an integer" if self.kind == "int" else "a number"
+        if self.low == -math.inf and self.high == math.inf:
+            return what
+        low = "-inf" if self.low == -math.inf else _plain(self.low)
+        high = "inf" if self.high == math.inf else _plain(self.high)
+        return f"{what} in [{low}, {high}]"
+
+    def encode(self, env_id: str, name: str, value: Any) -> float:
+        """`value` as the double the C ABI carries; TypeError/ValueError naming the param, the
+        value and what is accepted."""
+
+        def refuse(error: type[Exception]) -> Exception:
+            return error(f"{env_id} parameter {name!r} must be {self.describe()}, got {value!r}")
+
+        if self.kind == "choice":
+            if not isinstance(value, str):
+                raise refuse(TypeError)
+            if value not in self.choices:
+                raise refuse(ValueError)
+            return float(self.choices.index(value))
+        if self.kind == "bool":
+            if not isinstance(value, (bool, np.bool_)):
+                raise refuse(TypeError)
+            return float(bool(value))
+        if isinstance(value, (bool, np.bool_)):
+            raise refuse(TypeError)
+        if self.kind == "int":
+            if not isinstance(value, numbers.Integral):
+                raise refuse(TypeError)
+            if abs(int(value)) > 2**53:
+                raise refuse(ValueError)
+        elif not isinstance(value, numbers.Real):
+            raise refuse(TypeError)
+        number = float(value)
+        if math.isnan(number) or not self.low <= number <= self.high:
+            raise refuse(ValueError)
+        return number
+
+
+def _plain(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
 @dataclass(frozen=True)
 class NativeEnvSpec:
-    """What fastbatch knows about a native env type, read from its C++ spec."""
+    """What fastbatch knows about a native env type, read from its C++ spec: spaces, time limit
+    and reward threshold for the default params, and the params (``params``: name -> default;
+    ``param_info``: what each accepts). An env whose spaces depend on its params gets them from
+    the envs `make` builds (`env.single_observation_space`)."""
 
     id: str
     observation_space: gymnasium.spaces.Space
     action_space: gymnasium.spaces.Space
     max_episode_steps: int | None
     reward_threshold: float | None
-    params: dict[str, float] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    param_info: dict[str, ParamInfo] = field(default_factory=dict)
+
+    def encode_params(self, kwargs: dict[str, Any]) -> list[float]:
+        """The values of every param, in declaration order, for the C ABI: `kwargs` over the
+        defaults, each checked against its declaration (TypeError/ValueError)."""
+        unknown = sorted(set(kwargs) - set(self.params))
+        if unknown:
+            accepted = ", ".join(self.params) or "none"
+            raise TypeError(
+                f"{self.id} got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+                f"it accepts: {accepted}"
+            )
+        return [
+            info.encode(self.id, name, kwargs.get(name, self.params[name]))
+            for name, info in self.param_info.items()
+        ]
 
 
 def _space(desc: dict[str, Any]) -> gymnasium.spaces.Space:
@@ -43,15 +124,29 @@ def _space(desc: dict[str, Any]) -> gymnasium.spaces.Space:
     return gymnasium.spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
 
 
-def _spec_from_type(env_type: Any, env_id: str | None = None) -> NativeEnvSpec:
-    raw = env_type.spec
+def _param_info(desc: dict[str, Any]) -> ParamInfo:
+    kind, default = desc["kind"], desc["default"]
+    choices = tuple(desc["choices"])
+    if kind == "int":
+        default = int(default)
+    elif kind == "bool":
+        default = bool(default)
+    elif kind == "choice":
+        default = choices[int(default)]
+    return ParamInfo(kind, default, float(desc["low"]), float(desc["high"]), choices)
+
+
+def spec_from_dict(raw: dict[str, Any], env_id: str | None = None) -> NativeEnvSpec:
+    """A NativeEnvSpec from the C++ spec dict (`_EnvType.spec`, `_VectorPool.spec`)."""
+    info = {name: _param_info(desc) for name, desc in raw["params"].items()}
     return NativeEnvSpec(
         id=env_id or raw["id"],
         observation_space=_space(raw["observation"]),
         action_space=_space(raw["action"]),
         max_episode_steps=int(raw["max_episode_steps"]) or None,
         reward_threshold=raw["reward_threshold"],
-        params=dict(raw["params"]),
+        params={name: p.default for name, p in info.items()},
+        param_info=info,
     )
 
 
@@ -59,29 +154,41 @@ class _Registry:
     def __init__(self) -> None:
         self._types: dict[str, Any] = {}
         self._specs: dict[str, NativeEnvSpec] = {}
+        self._limits: dict[str, int] = {}
 
     def add(
-        self, env_type: Any, env_id: str | None = None, defaults: dict | None = None
+        self,
+        env_type: Any,
+        env_id: str | None = None,
+        defaults: dict | None = None,
+        max_episode_steps: int | None = None,
     ) -> NativeEnvSpec:
         """Records `env_type` under `env_id` (default: its spec's id), replacing any entry;
-        `defaults` override its declared parameter defaults. Returns the spec."""
-        spec = _spec_from_type(env_type, env_id)
+        `defaults` override its declared parameter defaults (checked like make()'s), and
+        `max_episode_steps` its time limit (0: none). Returns the spec."""
+        spec = spec_from_dict(env_type.spec, env_id)
         if defaults:
-            unknown = sorted(set(defaults) - set(spec.params))
-            if unknown:
-                accepted = ", ".join(spec.params) or "none"
-                raise TypeError(
-                    f"{spec.id} has no parameter(s) {', '.join(map(repr, unknown))}; "
-                    f"it accepts: {accepted}"
-                )
-            for name, value in defaults.items():
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    raise TypeError(f"{spec.id} parameter {name!r} must be a number, got {value!r}")
-            params = {**spec.params, **{k: float(v) for k, v in defaults.items()}}
-            spec = dataclasses.replace(spec, params=params)
+            spec.encode_params(defaults)  # the same checks as make()'s keyword arguments
+            spec = dataclasses.replace(spec, params={**spec.params, **defaults})
+        if max_episode_steps is not None:
+            if isinstance(max_episode_steps, bool) or not isinstance(
+                max_episode_steps, numbers.Integral
+            ):
+                raise TypeError(f"max_episode_steps must be an integer, got {max_episode_steps!r}")
+            if max_episode_steps < 0:
+                raise ValueError(f"max_episode_steps must be >= 0, got {max_episode_steps}")
+            spec = dataclasses.replace(spec, max_episode_steps=int(max_episode_steps) or None)
+            self._limits[spec.id] = int(max_episode_steps)
+        else:
+            self._limits.pop(spec.id, None)
         self._types[spec.id] = env_type
         self._specs[spec.id] = spec
         return spec
+
+    def time_limit(self, env_id: str) -> int | None:
+        """The time limit registered for `env_id` (register_native_env's max_episode_steps), or
+        None: the env's own (from its spec, which may depend on its params)."""
+        return self._limits.get(strip_namespace(env_id))
 
     def resolve(self, env_id: str) -> tuple[Any, NativeEnvSpec]:
         """(env type, spec) of a native id, with or without the "fastbatch/" prefix."""

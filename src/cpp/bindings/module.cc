@@ -53,7 +53,8 @@ void RegisterEnvTypes(py::module_& m) {
   using fastbatch::EnvType;
   py::class_<EnvType>(m, "_EnvType")
       .def_property_readonly("spec", &EnvType::Spec)
-      .def_property_readonly("id", &EnvType::Id);
+      .def_property_readonly("id", &EnvType::Id)
+      .def_property_readonly("abi_version", &EnvType::AbiVersion);
 
   m.def("_builtin_env_types", []() {
     py::dict out;
@@ -66,10 +67,15 @@ void RegisterEnvTypes(py::module_& m) {
   m.def(
       "_load_plugin",
       [](const std::string& path, const std::string& symbol) {
-        return EnvType{fastbatch::LoadPluginLibrary(path, symbol), py::none()};
+        std::vector<EnvType> types;
+        for (const fb_env_api* api : fastbatch::LoadPluginLibrary(path, symbol)) {
+          types.push_back(EnvType{api, py::none()});
+        }
+        return types;
       },
-      py::arg("path"), py::arg("symbol") = FASTBATCH_ENTRY_SYMBOL,
-      "Opens a plugin library (kept loaded for the process lifetime) and checks its table.");
+      py::arg("path"), py::arg("symbol") = "",
+      "Opens a plugin library (kept loaded for the process lifetime) and checks its tables: "
+      "every env it exports, or the one `symbol` returns.");
   m.def(
       "_env_type_from_capsule",
       [](const py::capsule& capsule) {
@@ -135,7 +141,8 @@ void RegisterVectorPool(py::module_& m) {
            py::arg("terminated"), py::arg("truncated"), py::arg("final_obs"))
       .def("rollout_episodes", &PyVectorPool::RolloutEpisodes)
       .def("close", &PyVectorPool::Close)
-      .def_property_readonly("num_threads", &PyVectorPool::num_threads);
+      .def_property_readonly("num_threads", &PyVectorPool::num_threads)
+      .def_property_readonly("spec", &PyVectorPool::Spec);
 
   m.attr("_rollout_step_address") = reinterpret_cast<uintptr_t>(&FastbatchRolloutStep);
   m.attr("_rollout_error_address") = reinterpret_cast<uintptr_t>(&FastbatchRolloutError);

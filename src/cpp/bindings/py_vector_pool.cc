@@ -7,6 +7,8 @@
 #include <thread>
 #include <utility>
 
+#include "core/plugin_loader.h"
+
 namespace fastbatch {
 
 CallGuard::CallGuard(std::atomic<bool>* busy, const std::atomic<bool>* closing) : busy_(busy) {
@@ -18,16 +20,12 @@ CallGuard::CallGuard(std::atomic<bool>* busy, const std::atomic<bool>* closing) 
   }
 }
 
-PyVectorPool::PyVectorPool(const EnvType& type, int64_t num_envs, int num_threads,
-                           int autoreset_mode, int64_t max_episode_steps,
-                           std::vector<double> params, int64_t batch_size)
-    : type_(type),
-      actions_(ActionChecker::ForSpace(type.api->spec()->action)),
-      step_slots_(num_envs, *type.api->spec()),
-      recv_slots_(batch_size > 0 ? batch_size : num_envs, *type.api->spec()),
-      obs_dtype_(NumpyDType(type.api->spec()->observation.dtype)),
-      reward_dtype_(py::dtype::of<float>()),
-      flag_dtype_(py::dtype::of<bool>()) {
+namespace {
+
+// The pool, after the checks of the arguments that reach C++ unchecked by Python.
+std::unique_ptr<VectorPool> MakePool(const EnvType& type, int64_t num_envs, int num_threads,
+                                     int autoreset_mode, int64_t max_episode_steps,
+                                     std::vector<double> params, int64_t batch_size) {
   if (num_envs <= 0) {
     throw py::value_error("num_envs must be a positive integer, got " + std::to_string(num_envs));
   }
@@ -54,10 +52,32 @@ PyVectorPool::PyVectorPool(const EnvType& type, int64_t num_envs, int num_thread
   config.max_episode_steps = max_episode_steps;
   config.params = std::move(params);
   config.batch_size = batch_size;
-  pool_ = std::make_unique<VectorPool>(type.api, config);
+  return std::make_unique<VectorPool>(type.api, config);
+}
+
+}  // namespace
+
+// The spaces come from the pool's spec: the block's, which may depend on the params.
+PyVectorPool::PyVectorPool(const EnvType& type, int64_t num_envs, int num_threads,
+                           int autoreset_mode, int64_t max_episode_steps,
+                           std::vector<double> params, int64_t batch_size)
+    : type_(type),
+      pool_(MakePool(type, num_envs, num_threads, autoreset_mode, max_episode_steps,
+                     std::move(params), batch_size)),
+      actions_(ActionChecker::ForSpace(pool_->spec().action)),
+      step_slots_(num_envs, pool_->spec()),
+      recv_slots_(batch_size > 0 ? batch_size : num_envs, pool_->spec()),
+      obs_dtype_(NumpyDType(pool_->spec().observation.dtype)),
+      reward_dtype_(py::dtype::of<float>()),
+      flag_dtype_(py::dtype::of<bool>()) {
   batch_shape_ = {static_cast<py::ssize_t>(num_envs)};
   obs_shape_ = batch_shape_;
-  for (py::ssize_t d : SpaceShape(spec->observation)) obs_shape_.push_back(d);
+  for (py::ssize_t d : SpaceShape(pool_->spec().observation)) obs_shape_.push_back(d);
+}
+
+py::dict PyVectorPool::Spec() const {
+  CheckOpen();
+  return SpecDict(pool_->spec(), HasV2Fields(type_.api));
 }
 
 void PyVectorPool::Seed(const std::vector<std::optional<uint64_t>>& seeds) {

@@ -95,6 +95,9 @@ class PyVectorPool {
   // Threads stepping the batch (the caller counts as one); 0 after close.
   int num_threads() const { return pool_ ? pool_->num_threads() : 0; }
 
+  // The spec of this pool's envs (spaces for the params they were made with), as SpecDict.
+  py::dict Spec() const;
+
  private:
   void CheckOpen() const {
     if (!pool_) throw ClosedError();

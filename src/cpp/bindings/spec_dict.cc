@@ -2,9 +2,11 @@
 
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <stdexcept>
 
 #include "core/dtype.h"
+#include "core/plugin_loader.h"
 
 namespace fastbatch {
 
@@ -45,7 +47,10 @@ py::dict SpaceDict(const fb_space& space) {
   return d;
 }
 
-py::dict SpecDict(const fb_spec& spec) {
+py::dict EnvType::Spec() const { return SpecDict(*api->spec(), HasV2Fields(api)); }
+
+py::dict SpecDict(const fb_spec& spec, bool v2) {
+  static const char* const kKinds[] = {"float", "int", "bool", "choice"};
   py::dict d;
   d["id"] = spec.id;
   d["observation"] = SpaceDict(spec.observation);
@@ -54,7 +59,18 @@ py::dict SpecDict(const fb_spec& spec) {
   d["reward_threshold"] = spec.has_reward_threshold ? py::cast(spec.reward_threshold) : py::none();
   py::dict params;
   for (int32_t i = 0; i < spec.num_params; ++i) {
-    params[spec.params[i].name] = spec.params[i].default_value;
+    const bool typed = v2 && spec.param_info != nullptr;
+    const fb_param_info info = typed ? spec.param_info[i]
+                                     : fb_param_info{FB_PARAM_FLOAT, -INFINITY, INFINITY, 0, nullptr};
+    py::dict p;
+    p["default"] = spec.params[i].default_value;
+    p["kind"] = kKinds[info.kind];
+    p["low"] = info.low;
+    p["high"] = info.high;
+    py::list choices;
+    for (int32_t k = 0; k < info.num_choices; ++k) choices.append(info.choices[k]);
+    p["choices"] = choices;
+    params[spec.params[i].name] = p;
   }
   d["params"] = params;
   return d;

@@ -33,16 +33,18 @@ int64_t SpaceSize(const fb_space& space);
 py::dict SpaceDict(const fb_space& space);
 
 // {"id", "observation", "action", "max_episode_steps", "reward_threshold" (None when unset),
-//  "params": {name: default}}.
-py::dict SpecDict(const fb_spec& spec);
+//  "params": {name: {"default", "kind" ("float", "int", "bool", "choice"), "low", "high",
+//  "choices"}}}. `v2`: the spec comes from an ABI-version-2 table (param kinds are read).
+py::dict SpecDict(const fb_spec& spec, bool v2);
 
 // An env type: its ABI table, plus whatever keeps the implementation loaded.
 struct EnvType {
   const fb_env_api* api;
   py::object keep_alive;
 
-  py::dict Spec() const { return SpecDict(*api->spec()); }
+  py::dict Spec() const;  // the default params' spec
   std::string Id() const { return api->spec()->id; }
+  uint32_t AbiVersion() const { return api->abi_version; }
 };
 
 }  // namespace fastbatch

@@ -10,8 +10,10 @@
 namespace fastbatch {
 namespace {
 
-// Table size up to and including `step`, the last required member of version 1.
+// Table size up to and including `step`, the last required member of version 1; and the size
+// of a version-2 table (whose appended members may then be read).
 constexpr size_t kRequiredApiSize = offsetof(fb_env_api, step) + sizeof(fb_env_api::step);
+constexpr size_t kV2ApiSize = offsetof(fb_env_api, spec_error) + sizeof(fb_env_api::spec_error);
 
 void CheckBox(const fb_space& s, const std::string& what, const std::string& origin, bool action) {
   if (!IsKnownDType(s.dtype)) {
@@ -41,24 +43,11 @@ void CheckBox(const fb_space& s, const std::string& what, const std::string& ori
 
 }  // namespace
 
-void ValidateApi(const fb_env_api* api, const std::string& origin) {
-  if (api == nullptr) throw PluginError(origin + ": the entry point returned no table (NULL)");
-  if (api->abi_version != FASTBATCH_ABI_VERSION) {
-    throw PluginError(origin + ": built for fastbatch ABI version " +
-                      std::to_string(api->abi_version) + ", but this fastbatch speaks version " +
-                      std::to_string(FASTBATCH_ABI_VERSION) +
-                      "; rebuild the plugin against this fastbatch's headers");
-  }
-  if (api->struct_size < kRequiredApiSize) {
-    throw PluginError(origin + ": its table is " + std::to_string(api->struct_size) +
-                      " bytes, smaller than ABI version 1 requires (" +
-                      std::to_string(kRequiredApiSize) + ")");
-  }
-  if (api->spec == nullptr || api->create == nullptr || api->destroy == nullptr ||
-      api->reset == nullptr || api->step == nullptr) {
-    throw PluginError(origin + ": its table is missing a required function");
-  }
-  const fb_spec* spec = api->spec();
+bool HasV2Fields(const fb_env_api* api) {
+  return api->abi_version >= 2 && api->struct_size >= kV2ApiSize;
+}
+
+void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& origin) {
   if (spec == nullptr || spec->id == nullptr || spec->id[0] == '\0') {
     throw PluginError(origin + ": its spec has no id");
   }
@@ -84,25 +73,80 @@ void ValidateApi(const fb_env_api* api, const std::string& origin) {
     if (name == nullptr || name[0] == '\0' || !names.insert(name).second) {
       throw PluginError(origin + ": param " + std::to_string(i) + " has an empty or repeated name");
     }
+    if (abi_version < 2 || spec->param_info == nullptr) continue;
+    const fb_param_info& info = spec->param_info[i];
+    const std::string what = origin + ": param '" + name + "'";
+    if (info.kind < FB_PARAM_FLOAT || info.kind > FB_PARAM_CHOICE) {
+      throw PluginError(what + " has an unknown kind " + std::to_string(info.kind));
+    }
+    if (info.kind == FB_PARAM_CHOICE &&
+        (info.num_choices <= 0 || info.choices == nullptr ||
+         info.high != static_cast<double>(info.num_choices - 1))) {
+      throw PluginError(what + " declares no choices");
+    }
+    if (!(info.low <= spec->params[i].default_value && spec->params[i].default_value <= info.high)) {
+      throw PluginError(what + " has a default outside its range");
+    }
   }
 }
 
-const fb_env_api* LoadPluginLibrary(const std::string& path, const std::string& symbol) {
+void ValidateApi(const fb_env_api* api, const std::string& origin) {
+  if (api == nullptr) throw PluginError(origin + ": the entry point returned no table (NULL)");
+  if (api->abi_version < FASTBATCH_ABI_MIN_VERSION || api->abi_version > FASTBATCH_ABI_VERSION) {
+    throw PluginError(origin + ": built for fastbatch ABI version " +
+                      std::to_string(api->abi_version) + ", but this fastbatch speaks versions " +
+                      std::to_string(FASTBATCH_ABI_MIN_VERSION) + " to " +
+                      std::to_string(FASTBATCH_ABI_VERSION) +
+                      "; rebuild the plugin against this fastbatch's headers");
+  }
+  if (api->struct_size < kRequiredApiSize) {
+    throw PluginError(origin + ": its table is " + std::to_string(api->struct_size) +
+                      " bytes, smaller than ABI version 1 requires (" +
+                      std::to_string(kRequiredApiSize) + ")");
+  }
+  if (api->spec == nullptr || api->create == nullptr || api->destroy == nullptr ||
+      api->reset == nullptr || api->step == nullptr) {
+    throw PluginError(origin + ": its table is missing a required function");
+  }
+  const fb_spec* spec = api->spec();
+  if (spec == nullptr) {
+    const char* why = HasV2Fields(api) && api->spec_error != nullptr ? api->spec_error() : nullptr;
+    throw PluginError(origin + ": its spec could not be built: " +
+                      (why != nullptr && why[0] != '\0' ? why : "no reason given"));
+  }
+  ValidateSpec(spec, HasV2Fields(api) ? api->abi_version : 1, origin);
+}
+
+std::vector<const fb_env_api*> LoadPluginLibrary(const std::string& path,
+                                                 const std::string& symbol) {
   dlerror();
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
     throw PluginError("cannot load plugin library " + path + ": " + (why ? why : "unknown error"));
   }
-  dlerror();
-  void* entry = dlsym(handle, symbol.c_str());
-  if (entry == nullptr) {
-    throw PluginError("plugin library " + path + " does not export '" + symbol +
-                      "' (an env class is exported with FASTBATCH_EXPORT_ENV(YourEnv))");
+  std::vector<const fb_env_api*> apis;
+  void* many = symbol.empty() ? dlsym(handle, FASTBATCH_ENTRIES_SYMBOL) : nullptr;
+  if (many != nullptr) {
+    int32_t count = 0;
+    const fb_env_api* const* tables = reinterpret_cast<fb_get_env_apis_fn>(many)(&count);
+    if (tables == nullptr || count <= 0) {
+      throw PluginError("plugin library " + path + ": '" FASTBATCH_ENTRIES_SYMBOL
+                        "' returned no env");
+    }
+    apis.assign(tables, tables + count);
+  } else {
+    const std::string name = symbol.empty() ? FASTBATCH_ENTRY_SYMBOL : symbol;
+    dlerror();
+    void* entry = dlsym(handle, name.c_str());
+    if (entry == nullptr) {
+      throw PluginError("plugin library " + path + " does not export '" + name +
+                        "' (env classes are exported with FASTBATCH_EXPORT_ENVS(YourEnv, ...))");
+    }
+    apis.push_back(reinterpret_cast<fb_get_env_api_fn>(entry)());
   }
-  const fb_env_api* api = reinterpret_cast<fb_get_env_api_fn>(entry)();
-  ValidateApi(api, "plugin " + path);
-  return api;
+  for (const fb_env_api* api : apis) ValidateApi(api, "plugin " + path);
+  return apis;
 }
 
 }  // namespace fastbatch

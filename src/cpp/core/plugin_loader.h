@@ -1,13 +1,17 @@
 // Loading and checking env implementations that come from outside fastbatch: a shared library
-// exporting FASTBATCH_ENTRY_SYMBOL, or a table pointer handed over in a capsule.
+// exporting FASTBATCH_ENTRIES_SYMBOL (several envs) or FASTBATCH_ENTRY_SYMBOL (one), or a table
+// pointer handed over in a capsule. Tables of ABI versions FASTBATCH_ABI_MIN_VERSION to
+// FASTBATCH_ABI_VERSION are accepted (see abi.h, "Versions").
 //
 // Libraries are opened with RTLD_NOW | RTLD_LOCAL and never closed: an env type may be in use
 // until the process ends, and unloading code that live objects point into is not safe.
+// Threading: called with the GIL held, one thread at a time.
 #ifndef FASTBATCH_CORE_PLUGIN_LOADER_H_
 #define FASTBATCH_CORE_PLUGIN_LOADER_H_
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "fastbatch/abi.h"
 
@@ -19,13 +23,21 @@ class PluginError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// Opens `path` and returns the table its `symbol` (default FASTBATCH_ENTRY_SYMBOL) gives,
-// after ValidateApi. Throws PluginError.
-const fb_env_api* LoadPluginLibrary(const std::string& path, const std::string& symbol);
+// Opens `path` and returns its tables, each checked by ValidateApi: every env the library
+// exports (FASTBATCH_ENTRIES_SYMBOL, else FASTBATCH_ENTRY_SYMBOL), or the one table `symbol`
+// returns when `symbol` is not empty. Throws PluginError.
+std::vector<const fb_env_api*> LoadPluginLibrary(const std::string& path, const std::string& symbol);
 
-// Checks the ABI version, the table's size and functions, and the spec (spaces, dtypes,
-// shapes, params). `origin` names the source in error messages. Throws PluginError.
+// Checks the ABI version, the table's size and functions, and its default spec. `origin` names
+// the source in error messages. Throws PluginError.
 void ValidateApi(const fb_env_api* api, const std::string& origin);
+
+// Checks one spec (spaces, dtypes, shapes, params; param kinds and ranges from version 2 on)
+// of a table of ABI version `abi_version`. Throws PluginError.
+void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& origin);
+
+// True when a field appended in ABI version 2 may be read from `api`.
+bool HasV2Fields(const fb_env_api* api);
 
 }  // namespace fastbatch
 

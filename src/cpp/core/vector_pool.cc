@@ -6,6 +6,7 @@
 #include <random>
 
 #include "dtype.h"
+#include "plugin_loader.h"
 #include "fastbatch/env.h"
 
 namespace fastbatch {
@@ -13,12 +14,29 @@ namespace fastbatch {
 VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
     : api_(api),
       spec_(api->spec()),
+      env_truncates_(HasV2Fields(api)),
       num_envs_(config.num_envs),
       mode_(config.autoreset_mode),
-      max_episode_steps_(config.max_episode_steps),
       batch_size_(config.batch_size <= 0 ? config.num_envs : config.batch_size) {
   if (num_envs_ <= 0) throw std::invalid_argument("num_envs must be positive");
   if (batch_size_ > num_envs_) throw std::invalid_argument("batch_size must be at most num_envs");
+  fb_error error{};
+  block_ = api_->create(num_envs_, config.params.data(), &error);
+  if (block_ == nullptr) {
+    throw EnvError(-1, std::string("creating envs failed: ") + error.message);
+  }
+  if (env_truncates_ && api_->block_spec != nullptr) {  // spaces that depend on the params
+    spec_ = api_->block_spec(block_);
+    try {
+      ValidateSpec(spec_, api_->abi_version, std::string("env ") + api_->spec()->id);
+    } catch (...) {
+      api_->destroy(block_);
+      throw;
+    }
+  }
+  // A negative limit means the env's own (its spec's, which may depend on the params).
+  max_episode_steps_ =
+      config.max_episode_steps < 0 ? spec_->max_episode_steps : config.max_episode_steps;
   obs_row_bytes_ = DTypeSize(spec_->observation.dtype);
   for (int32_t d = 0; d < spec_->observation.ndim; ++d)
     obs_row_bytes_ *= spec_->observation.shape[d];
@@ -43,11 +61,6 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   ended_.assign(static_cast<size_t>(threads), 0);
   for (int64_t i = 0; i < num_envs_; ++i) SeedRandom(i);
 
-  fb_error error{};
-  block_ = api_->create(num_envs_, config.params.data(), &error);
-  if (block_ == nullptr) {
-    throw EnvError(-1, std::string("creating envs failed: ") + error.message);
-  }
   workers_ = std::make_unique<WorkerPool>(threads - 1);
   if (is_async()) {
     action_row_bytes_ = spec_->action.is_discrete ? 8 : DTypeSize(spec_->action.dtype);
@@ -233,6 +246,7 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
   batch.actions = actions;
   batch.reset_mask = mode_ == AutoresetMode::kNextStep ? needs_reset_.data() : nullptr;
   batch.rngs = rngs_.data();
+  batch.truncated = out.truncated;  // version-2 envs report their own truncation here
   if (api_->step(block_, begin, end, &batch, error) != 0) return -1;
   const float* reward = out.reward;
   const uint8_t* terminated = out.terminated;
@@ -254,7 +268,8 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
     }
     ++elapsed_[k];
     ep_return_[k] += static_cast<double>(reward[i]);
-    const bool trunc = max_episode_steps_ > 0 && elapsed_[k] >= max_episode_steps_;
+    const bool trunc = (env_truncates_ && truncated[i] != 0) ||
+                       (max_episode_steps_ > 0 && elapsed_[k] >= max_episode_steps_);
     truncated[i] = trunc ? 1 : 0;
     const bool done = terminated[i] != 0 || trunc;
     done_[k] = done ? 1 : 0;

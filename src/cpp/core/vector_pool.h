@@ -57,7 +57,7 @@ struct PoolConfig {
   int64_t num_envs = 1;
   int num_threads = 1;
   AutoresetMode autoreset_mode = AutoresetMode::kNextStep;
-  int64_t max_episode_steps = 0;  // 0: no time limit
+  int64_t max_episode_steps = 0;  // 0: no time limit; < 0: the env spec's
   int64_t batch_size = 0;         // < num_envs: async mode (Send/Recv); 0 or num_envs: sync
   std::vector<double> params;     // constructor params, in spec order
 };
@@ -141,7 +141,8 @@ class VectorPool {
   static double Now();
 
   const fb_env_api* api_;
-  const fb_spec* spec_;
+  const fb_spec* spec_;  // the block's spec (its params' spaces), owned by the table or block
+  bool env_truncates_;   // ABI version 2: envs report truncation in fb_batch.truncated
   void* block_ = nullptr;
   int64_t num_envs_;
   AutoresetMode mode_;

@@ -28,7 +28,7 @@ class MountainCar {
   static Spec MakeSpec() {
     return Spec("MountainCar-v0")
         .Observation(
-            Box<float>({2}, {kCarMinPosition, -kCarMaxSpeed}, {kCarMaxPosition, kCarMaxSpeed}))
+            Box({2}, {kCarMinPosition, -kCarMaxSpeed}, {kCarMaxPosition, kCarMaxSpeed}))
         .Action(Discrete(3))
         .MaxEpisodeSteps(200)
         .RewardThreshold(-110.0)
@@ -88,8 +88,8 @@ class MountainCarContinuous {
   static Spec MakeSpec() {
     return Spec("MountainCarContinuous-v0")
         .Observation(
-            Box<float>({2}, {kCarMinPosition, -kCarMaxSpeed}, {kCarMaxPosition, kCarMaxSpeed}))
-        .Action(Box<float>({1}, -1.0, 1.0))
+            Box({2}, {kCarMinPosition, -kCarMaxSpeed}, {kCarMaxPosition, kCarMaxSpeed}))
+        .Action(Box({1}, -1.0, 1.0))
         .MaxEpisodeSteps(999)
         .RewardThreshold(90.0)
         .Param("goal_velocity", 0.0);

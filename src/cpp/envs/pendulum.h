@@ -25,8 +25,8 @@ class Pendulum {
 
   static Spec MakeSpec() {
     return Spec("Pendulum-v1")
-        .Observation(Box<float>({3}, {-1.0, -1.0, -kMaxSpeed}, {1.0, 1.0, kMaxSpeed}))
-        .Action(Box<float>({1}, -kMaxTorque, kMaxTorque))
+        .Observation(Box({3}, {-1.0, -1.0, -kMaxSpeed}, {1.0, 1.0, kMaxSpeed}))
+        .Action(Box({1}, -kMaxTorque, kMaxTorque))
         .MaxEpisodeSteps(200)
         .Param("g", 10.0);
   }

@@ -20,7 +20,7 @@ class TestCounter {
 
   static Spec MakeSpec() {
     return Spec("_TestCounter-v0")
-        .Observation(Box<float>({2}, -kInf, kInf))
+        .Observation(Box({2}, -kInf, kInf))
         .Action(Discrete(4))
         .MaxEpisodeSteps(0)
         .Param("throw_at_step", 0.0)

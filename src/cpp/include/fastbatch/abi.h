@@ -1,4 +1,4 @@
-/* fastbatch native env ABI, version 1.
+/* fastbatch native env ABI, version 2.
  *
  * The C-level contract between the fastbatch pool and an env implementation. Built-in envs and
  * out-of-tree plugins both reach the pool through one `fb_env_api` table, so a plugin is exactly
@@ -9,10 +9,18 @@
  *
  * Threading: `create`/`destroy` are called by one thread at a time. `reset`/`step` may be called
  * concurrently from several threads on disjoint ranges of the same block, never on overlapping
- * ranges. No function may call back into Python.
+ * ranges. No function may call back into Python, and none may let a C++ exception escape.
  *
  * Ownership: every pointer argument is owned by the caller and valid only for the call. The spec
- * returned by `spec` is owned by the implementation and lives as long as the library is loaded.
+ * returned by `spec` is owned by the implementation and lives as long as the library is loaded;
+ * the spec returned by `block_spec` is owned by the block and lives until `destroy`.
+ *
+ * Versions. Version 2 only appends to version 1's structs (`fb_spec.param_info`,
+ * `fb_batch.truncated`, `fb_env_api.block_spec` and `spec_error`), so a version-1 table is a
+ * prefix of a version-2 one. fastbatch still loads plugins built against version 1 and reads none
+ * of the appended fields from them: their params are floats without bounds, their spaces do not
+ * depend on params, and they never report truncation. A reader checks `abi_version` (and
+ * `struct_size`) before touching an appended field.
  */
 #ifndef FASTBATCH_ABI_H_
 #define FASTBATCH_ABI_H_
@@ -23,7 +31,8 @@
 extern "C" {
 #endif
 
-#define FASTBATCH_ABI_VERSION 1u
+#define FASTBATCH_ABI_VERSION 2u
+#define FASTBATCH_ABI_MIN_VERSION 1u /* the oldest version this fastbatch still loads */
 #define FASTBATCH_MAX_NDIM 4
 #define FASTBATCH_ERROR_LEN 512
 
@@ -48,11 +57,29 @@ typedef struct fb_space {
   const double* high;
 } fb_space;
 
-/* A constructor keyword argument with its default; values travel as doubles. */
+/* A constructor keyword argument with its default. Values of every kind travel as doubles:
+ * FLOAT as is, INT as an integral double, BOOL as 0 or 1, CHOICE as the index of the string. */
 typedef struct fb_param {
   const char* name;
   double default_value;
 } fb_param;
+
+/* The kind of a param (version 2). */
+typedef enum fb_param_kind {
+  FB_PARAM_FLOAT = 0,
+  FB_PARAM_INT = 1,
+  FB_PARAM_BOOL = 2,
+  FB_PARAM_CHOICE = 3
+} fb_param_kind;
+
+/* What a param accepts (version 2), parallel to `fb_spec.params`. fastbatch checks every value
+ * against it before any env is created. */
+typedef struct fb_param_info {
+  int32_t kind;               /* fb_param_kind */
+  double low, high;           /* FLOAT/INT: the accepted range, inclusive; +-inf: unbounded */
+  int32_t num_choices;        /* CHOICE: the number of accepted strings */
+  const char* const* choices; /* CHOICE: `num_choices` strings; the value is an index */
+} fb_param_info;
 
 typedef struct fb_spec {
   const char* id;
@@ -63,6 +90,8 @@ typedef struct fb_spec {
   double reward_threshold;
   int32_t num_params;
   const fb_param* params;
+  /* Version 2: `num_params` entries describing each param, or NULL (all FLOAT, unbounded). */
+  const fb_param_info* param_info;
 } fb_spec;
 
 /* Per-env random state (xoshiro256**), owned and seeded by the pool from (seed, env index). */
@@ -76,7 +105,9 @@ typedef struct fb_error {
   char message[FASTBATCH_ERROR_LEN];
 } fb_error;
 
-/* Batch arrays of one call. Row i of each array belongs to env i (block-global index). */
+/* Batch arrays of one call. Row i of each array belongs to env i (block-global index). In
+ * `step`, the env writes obs, reward, terminated and (version 2) truncated of every env of the
+ * range, stepped or reset. */
 typedef struct fb_batch {
   void* obs;                 /* [num_envs, *obs_shape] of the observation dtype */
   float* reward;             /* [num_envs] */
@@ -86,11 +117,14 @@ typedef struct fb_batch {
                                 instead of stepped (reward 0, terminated 0); in `reset`, only envs
                                 with a nonzero entry are reset (NULL: all in the range) */
   fb_rng* rngs;              /* [num_envs] */
+  uint8_t* truncated;        /* [num_envs], 0 or 1 (version 2): the env ended its episode itself
+                                without terminating; the pool adds its own time limit */
 } fb_batch;
 
 typedef struct fb_env_api {
   uint32_t abi_version; /* FASTBATCH_ABI_VERSION the table was built with */
   uint32_t struct_size; /* sizeof(fb_env_api) the table was built with */
+  /* The spec for the default params, or NULL when it could not be built (see spec_error). */
   const fb_spec* (*spec)(void);
   /* Creates `count` envs; `params` holds spec.num_params values in spec order. NULL on failure. */
   void* (*create)(int64_t count, const double* params, fb_error* error);
@@ -103,11 +137,21 @@ typedef struct fb_env_api {
    * most `capacity` values) and returns the state's size. For tests and debugging only; must not
    * be called while that env is being stepped. */
   int64_t (*get_state)(void* block, int64_t index, double* out, int64_t capacity);
+  /* Version 2, optional (NULL: the spec does not depend on params): the spec for the params
+   * `block` was created with (spaces, time limit); the same id and params as `spec()`. */
+  const fb_spec* (*block_spec)(void* block);
+  /* Version 2, optional: when `spec()` returned NULL, why (the message of the exception that
+   * building the spec raised). */
+  const char* (*spec_error)(void);
 } fb_env_api;
 
-/* The symbol a plugin library exports: returns its table (never NULL). */
+/* The symbols a plugin library exports. `fastbatch_get_env_apis` (version 2) returns the tables
+ * of every env in the library and sets their count; `fastbatch_get_env_api` returns one table
+ * (the only symbol of version-1 libraries). Neither returns NULL. */
 typedef const fb_env_api* (*fb_get_env_api_fn)(void);
+typedef const fb_env_api* const* (*fb_get_env_apis_fn)(int32_t* count);
 #define FASTBATCH_ENTRY_SYMBOL "fastbatch_get_env_api"
+#define FASTBATCH_ENTRIES_SYMBOL "fastbatch_get_env_apis"
 
 #ifdef __cplusplus
 } /* extern "C" */

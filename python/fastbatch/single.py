@@ -1,0 +1,67 @@
+"""One native env behind gymnasium's single-env API: what ``gymnasium.make("fastbatch/<id>")``
+returns for every native id (a one-env pool, stepped on the calling thread)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from fastbatch.native import NativeVectorEnv
+
+__all__ = ["NativeEnv"]
+
+
+class NativeEnv(gymnasium.Env):
+    """A native env as a `gymnasium.Env`: ``reset(seed=, options=)`` -> ``(obs, info)``,
+    ``step(action)`` -> ``(obs, reward, terminated, truncated, info)``.
+
+    ``params`` are the env's constructor params (as for `fastbatch.make`). The env's own time
+    limit applies (gymnasium.make adds its TimeLimit wrapper with the same limit). After an
+    episode ends, call ``reset()`` before stepping again (stepping an ended episode raises
+    ValueError). Native envs do not render: ``render_mode`` must be None.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium's class attribute
+
+    def __init__(self, env_id: str, render_mode: str | None = None, **params: Any) -> None:
+        if render_mode is not None:
+            raise ValueError(
+                f"native envs do not render; render_mode must be None, got {render_mode!r}"
+            )
+        self.render_mode = None
+        self._envs = NativeVectorEnv(
+            env_id,
+            1,
+            num_workers=1,
+            autoreset_mode=AutoresetMode.DISABLED,
+            stats_key=None,
+            **params,
+        )
+        self.observation_space = self._envs.single_observation_space
+        self.action_space = self._envs.single_action_space
+        self._discrete = isinstance(self.action_space, gymnasium.spaces.Discrete)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Starts an episode; ``seed`` reseeds the env (None continues its random stream)."""
+        super().reset(seed=seed)
+        if options:
+            raise ValueError(f"native envs accept no reset options, got {sorted(options)}")
+        obs, _ = self._envs.reset(seed=seed)
+        return obs[0].copy(), {}
+
+    def step(self, action: Any):
+        if self._discrete:
+            batch = np.asarray([action])
+        else:
+            batch = np.asarray(action)[None]
+        obs, reward, terminated, truncated, _ = self._envs.step(batch)
+        return obs[0].copy(), float(reward[0]), bool(terminated[0]), bool(truncated[0]), {}
+
+    def close(self) -> None:
+        self._envs.close()
+
+    def __repr__(self) -> str:
+        return f"NativeEnv({self._envs._env_spec.id})"

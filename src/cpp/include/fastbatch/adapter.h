@@ -1,0 +1,334 @@
+// The adapter from an env class (see env.h) to the C ABI table (abi.h), and the export macros
+// (public, header-only; included by env.h).
+//
+// What it guarantees: no C++ exception crosses the ABI (every entry point catches and reports
+// through fb_error or spec_error); the spec's element types are the env's C++ types (a Box
+// declared without a type takes them; one declared with a type must match, or the spec is
+// refused with a message); Discrete actions reach the env as its ActionType whatever integer
+// type that is.
+//
+// The adapter and its tables have internal linkage on purpose. They live in function-local
+// statics, which GCC otherwise emits as process-wide unique symbols (STB_GNU_UNIQUE): two
+// plugins that each define an env class of the same name would then share one table, and one
+// plugin's calls would run the other's code, whatever RTLD_LOCAL says.
+#ifndef FASTBATCH_ADAPTER_H_
+#define FASTBATCH_ADAPTER_H_
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "fastbatch/abi.h"
+#include "fastbatch/rng.h"
+#include "fastbatch/spec.h"
+
+namespace fastbatch {
+
+// What Step returns. `truncated`: the env ended the episode itself without terminating (its own
+// limit); the pool's time limit (Spec::MaxEpisodeSteps) is applied on top.
+struct StepResult {
+  double reward;
+  bool terminated;
+  bool truncated = false;
+};
+
+namespace {
+namespace detail {
+
+inline void FillError(fb_error* error, int64_t index, const char* message) {
+  if (error == nullptr) return;
+  error->env_index = index;
+  std::strncpy(error->message, message, FASTBATCH_ERROR_LEN - 1);
+  error->message[FASTBATCH_ERROR_LEN - 1] = '\0';
+}
+
+template <typename E, typename = void>
+struct TakesParams : std::false_type {};
+template <typename E>
+struct TakesParams<E, std::void_t<decltype(E::MakeSpec(std::declval<const Params&>()))>>
+    : std::true_type {};
+
+template <typename E, typename = void>
+struct DeclaresParams : std::false_type {};
+template <typename E>
+struct DeclaresParams<E, std::void_t<decltype(E::DeclareParams())>> : std::true_type {};
+
+template <typename E, typename = void>
+struct HasState : std::false_type {};
+template <typename E>
+struct HasState<E, std::void_t<decltype(E::kStateSize)>> : std::true_type {};
+
+// Adapts an env class E to the C ABI. One instance of the static state per E.
+template <typename E>
+struct Adapter {
+  using Obs = typename E::ObsType;
+  using Act = typename E::ActionType;
+  static_assert(std::is_same_v<Obs, float> || std::is_same_v<Obs, double> ||
+                    std::is_same_v<Obs, int32_t> || std::is_same_v<Obs, int64_t> ||
+                    std::is_same_v<Obs, uint8_t>,
+                "ObsType must be float, double, int32_t, int64_t or uint8_t");
+  static_assert((std::is_integral_v<Act> && !std::is_same_v<Act, bool>) ||
+                    std::is_same_v<Act, float> || std::is_same_v<Act, double>,
+                "ActionType must be an integer type (Discrete actions) or float/double (Box)");
+  static constexpr bool kDiscrete = std::is_integral_v<Act>;
+  static constexpr bool kSpecFromParams = TakesParams<E>::value;
+  static_assert(!kSpecFromParams || DeclaresParams<E>::value,
+                "an env whose MakeSpec(const fastbatch::Params&) reads params declares them in "
+                "`static fastbatch::ParamList DeclareParams()`");
+
+  // The declared params: DeclareParams() for a spec built from params, else the spec's own.
+  static const ParamList& Declared() {
+    static const ParamList list = [] {
+      if constexpr (kSpecFromParams) {
+        return E::DeclareParams();
+      } else {
+        return E::MakeSpec().params();
+      }
+    }();
+    return list;
+  }
+
+  // The spec for `params`, with element types resolved and checked. Throws on a bad spec.
+  static Spec Build(const Params& params) {
+    Spec spec = [&] {
+      if constexpr (kSpecFromParams) {
+        Spec s = E::MakeSpec(params);
+        if (!s.params().empty()) {
+          throw std::invalid_argument(s.id() + ": declare params in DeclareParams() only");
+        }
+        s.SetParams(Declared());
+        return s;
+      } else {
+        (void)params;
+        return E::MakeSpec();
+      }
+    }();
+    if (spec.observation().is_discrete) {
+      throw std::invalid_argument(spec.id() + ": the observation space must be a Box");
+    }
+    Resolve(spec.observation(), DTypeOf<Obs>(), spec.id() + ": the observation space", "ObsType");
+    if (spec.action().is_discrete && !kDiscrete) {
+      throw std::invalid_argument(spec.id() + ": a Discrete action space needs an integer "
+                                  "ActionType (int64_t)");
+    }
+    if constexpr (kDiscrete) {
+      if (!spec.action().is_discrete) {
+        throw std::invalid_argument(spec.id() + ": an integer ActionType needs a Discrete "
+                                    "action space (Box actions are float or double)");
+      }
+    } else {
+      Resolve(spec.action(), DTypeOf<Act>(), spec.id() + ": the action space", "ActionType");
+    }
+    spec.Check();
+    return spec;
+  }
+
+  // Gives a Box declared without a type the env's type `code`; refuses a declared one that
+  // differs.
+  static void Resolve(Space& s, int32_t code, const std::string& what, const char* type_name) {
+    if (s.dtype == kDTypeFromEnv) {
+      s.dtype = code;
+    } else if (s.dtype != code) {
+      const char* declared = IsKnownDType(s.dtype) ? DTypeName(s.dtype) : "an unknown type";
+      throw std::invalid_argument(what + " is declared as Box<" + declared +
+                                  "> but the env's " + type_name + " is " + DTypeName(code) +
+                                  ": declare it as Box(shape, low, high) to take the type from " +
+                                  type_name);
+    }
+  }
+
+  // The default spec, built once; nullptr (and SpecError()) if it cannot be built.
+  struct Default {
+    std::unique_ptr<Spec> spec;
+    std::string error;
+    const fb_spec* view = nullptr;
+  };
+  static Default& Defaults() {
+    static Default d = [] {
+      Default out;
+      try {
+        const ParamList& list = Declared();
+        std::vector<double> values;
+        for (const ParamDecl& p : list.decls()) values.push_back(p.default_value);
+        out.spec = std::make_unique<Spec>(Build(Params(&list, values.data())));
+        out.view = out.spec->View();
+      } catch (const std::exception& e) {
+        out.error = e.what();
+      } catch (...) {
+        out.error = "unknown C++ exception while building the spec";
+      }
+      return out;
+    }();
+    return d;
+  }
+  static const fb_spec* GetSpec() { return Defaults().view; }
+  static const char* SpecError() { return Defaults().error.c_str(); }
+
+  struct Block {
+    std::unique_ptr<Spec> spec;  // this block's spec (specs built from params)
+    const fb_spec* view = nullptr;
+    std::vector<E> envs;
+    int64_t obs_size = 1;
+    int64_t act_size = 1;
+  };
+
+  static void* Create(int64_t count, const double* values, fb_error* error) {
+    try {
+      const ParamList& list = Declared();
+      Params params(&list, values);
+      auto block = std::make_unique<Block>();
+      if constexpr (kSpecFromParams) {
+        block->spec = std::make_unique<Spec>(Build(params));
+        block->view = block->spec->View();
+      } else {
+        if (GetSpec() == nullptr) throw std::invalid_argument(SpecError());
+        block->view = GetSpec();
+      }
+      for (int32_t d = 0; d < block->view->observation.ndim; ++d) {
+        block->obs_size *= block->view->observation.shape[d];
+      }
+      for (int32_t d = 0; d < block->view->action.ndim; ++d) {
+        block->act_size *= block->view->action.shape[d];
+      }
+      block->envs.reserve(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) block->envs.emplace_back(params);
+      return block.release();
+    } catch (const std::exception& e) {
+      FillError(error, -1, e.what());
+    } catch (...) {
+      FillError(error, -1, "unknown C++ exception while creating envs");
+    }
+    return nullptr;
+  }
+
+  static void Destroy(void* block) { delete static_cast<Block*>(block); }
+
+  static const fb_spec* BlockSpec(void* block) { return static_cast<Block*>(block)->view; }
+
+  static int32_t Reset(void* raw, int64_t begin, int64_t end, const fb_batch* batch,
+                       fb_error* error) {
+    auto* block = static_cast<Block*>(raw);
+    auto* obs = static_cast<Obs*>(batch->obs);
+    int64_t i = begin;
+    try {
+      for (; i < end; ++i) {
+        if (batch->reset_mask != nullptr && batch->reset_mask[i] == 0) continue;
+        Rng rng(&batch->rngs[i]);
+        block->envs[static_cast<size_t>(i)].Reset(rng, obs + i * block->obs_size);
+      }
+      return 0;
+    } catch (const std::exception& e) {
+      FillError(error, i, e.what());
+    } catch (...) {
+      FillError(error, i, "unknown C++ exception in Reset");
+    }
+    return 1;
+  }
+
+  static int32_t Step(void* raw, int64_t begin, int64_t end, const fb_batch* batch,
+                      fb_error* error) {
+    auto* block = static_cast<Block*>(raw);
+    auto* obs = static_cast<Obs*>(batch->obs);
+    int64_t i = begin;
+    try {
+      for (; i < end; ++i) {
+        E& env = block->envs[static_cast<size_t>(i)];
+        Obs* row = obs + i * block->obs_size;
+        StepResult r{0.0, false, false};
+        if (batch->reset_mask != nullptr && batch->reset_mask[i] != 0) {
+          Rng rng(&batch->rngs[i]);
+          env.Reset(rng, row);
+        } else if constexpr (kDiscrete) {
+          // Discrete actions travel as int64 whatever the env's integer ActionType.
+          const auto* actions = static_cast<const int64_t*>(batch->actions);
+          r = env.Step(static_cast<Act>(actions[i]), row);
+        } else {
+          const auto* actions = static_cast<const Act*>(batch->actions);
+          r = env.Step(actions + i * block->act_size, row);
+        }
+        batch->reward[i] = static_cast<float>(r.reward);
+        batch->terminated[i] = r.terminated ? 1 : 0;
+        if (batch->truncated != nullptr) batch->truncated[i] = r.truncated ? 1 : 0;
+      }
+      return 0;
+    } catch (const std::exception& e) {
+      FillError(error, i, e.what());
+    } catch (...) {
+      FillError(error, i, "unknown C++ exception in Step");
+    }
+    return 1;
+  }
+
+  static int64_t GetState(void* raw, int64_t index, double* out, int64_t capacity) {
+    if constexpr (HasState<E>::value) {
+      const auto& env = static_cast<Block*>(raw)->envs[static_cast<size_t>(index)];
+      double state[E::kStateSize];
+      env.GetState(state);
+      for (int64_t k = 0; k < E::kStateSize && k < capacity; ++k) out[k] = state[k];
+      return E::kStateSize;
+    } else {
+      return 0;
+    }
+  }
+
+  static const fb_env_api* Api() {
+    static const fb_env_api api = {FASTBATCH_ABI_VERSION,
+                                   sizeof(fb_env_api),
+                                   &GetSpec,
+                                   &Create,
+                                   &Destroy,
+                                   &Reset,
+                                   &Step,
+                                   HasState<E>::value ? &GetState : nullptr,
+                                   kSpecFromParams ? &BlockSpec : nullptr,
+                                   &SpecError};
+    return &api;
+  }
+};
+
+}  // namespace detail
+
+// The ABI table for env class E (used for built-ins and by the export macros).
+template <typename E>
+const fb_env_api* EnvApi() {
+  return detail::Adapter<E>::Api();
+}
+
+// The tables of several env classes, for FASTBATCH_EXPORT_ENVS.
+template <typename... E>
+const fb_env_api* const* EnvApis(int32_t* count) {
+  static const fb_env_api* const apis[] = {EnvApi<E>()...};
+  *count = static_cast<int32_t>(sizeof...(E));
+  return apis;
+}
+
+}  // namespace
+}  // namespace fastbatch
+
+#if defined(_WIN32)
+#define FASTBATCH_EXPORT_SYMBOL __declspec(dllexport)
+#else
+#define FASTBATCH_EXPORT_SYMBOL __attribute__((visibility("default")))
+#endif
+
+// Exports the env classes of a plugin library (in one .cc file): register_native_env registers
+// every one of them, or the one it names. The first is also the library's single-env entry.
+#define FASTBATCH_EXPORT_ENVS(...)                                                             \
+  extern "C" FASTBATCH_EXPORT_SYMBOL const fb_env_api* const* fastbatch_get_env_apis(         \
+      int32_t* count) {                                                                        \
+    return ::fastbatch::EnvApis<__VA_ARGS__>(count);                                           \
+  }                                                                                            \
+  extern "C" FASTBATCH_EXPORT_SYMBOL const fb_env_api* fastbatch_get_env_api(void) {           \
+    int32_t count = 0;                                                                         \
+    return ::fastbatch::EnvApis<__VA_ARGS__>(&count)[0];                                       \
+  }
+
+// Exports one env class (version 1's macro; the same as FASTBATCH_EXPORT_ENVS(EnvClass)).
+#define FASTBATCH_EXPORT_ENV(EnvClass) FASTBATCH_EXPORT_ENVS(EnvClass)
+
+#endif  // FASTBATCH_ADAPTER_H_
