@@ -109,7 +109,9 @@ def test_kwargs_reach_the_plugin_and_unknown_ones_are_refused(example_library):
     start, _ = env.reset()
     start = start.copy()
     np.testing.assert_array_equal(env.step(np.ones((8, 2), np.float32))[0][:, :2], start[:, :2])
-    with pytest.raises(TypeError, match="unexpected keyword argument.*gravity.*accepts: target_radius"):
+    with pytest.raises(
+        TypeError, match="unexpected keyword argument.*gravity.*accepts: target_radius"
+    ):
         fastbatch.register_native_env("Bad-v0", example_library, gravity=1.0)
 
 

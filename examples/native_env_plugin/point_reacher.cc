@@ -20,16 +20,16 @@ class PointReacher {
 
   static fastbatch::Spec MakeSpec() {
     return fastbatch::Spec("PointReacher-v0")
-        .Observation(fastbatch::Box<float>({6}, {-1, -1, -kMaxSpeed, -kMaxSpeed, -2, -2},
-                                           {1, 1, kMaxSpeed, kMaxSpeed, 2, 2}))
-        .Action(fastbatch::Box<float>({2}, -1.0, 1.0))
+        .Observation(fastbatch::Box({6}, {-1, -1, -kMaxSpeed, -kMaxSpeed, -2, -2},
+                                    {1, 1, kMaxSpeed, kMaxSpeed, 2, 2}))
+        .Action(fastbatch::Box({2}, -1.0, 1.0))
         .MaxEpisodeSteps(200)
-        .Param("target_radius", 0.05)
-        .Param("force_scale", 4.0);
+        .FloatParam("target_radius", 0.05, 0.0, 2.0)
+        .FloatParam("force_scale", 4.0, 0.0, 100.0);
   }
 
   explicit PointReacher(const fastbatch::Params& params)
-      : target_radius_(params.Get("target_radius")), force_scale_(params.Get("force_scale")) {}
+      : target_radius_(params.Float("target_radius")), force_scale_(params.Float("force_scale")) {}
 
   void Reset(fastbatch::Rng& rng, float* obs) {
     x_ = rng.Uniform(-0.9, 0.9);

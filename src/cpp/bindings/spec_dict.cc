@@ -60,8 +60,8 @@ py::dict SpecDict(const fb_spec& spec, bool v2) {
   py::dict params;
   for (int32_t i = 0; i < spec.num_params; ++i) {
     const bool typed = v2 && spec.param_info != nullptr;
-    const fb_param_info info = typed ? spec.param_info[i]
-                                     : fb_param_info{FB_PARAM_FLOAT, -INFINITY, INFINITY, 0, nullptr};
+    const fb_param_info info =
+        typed ? spec.param_info[i] : fb_param_info{FB_PARAM_FLOAT, -INFINITY, INFINITY, 0, nullptr};
     py::dict p;
     p["default"] = spec.params[i].default_value;
     p["kind"] = kKinds[info.kind];

@@ -79,12 +79,12 @@ void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& 
     if (info.kind < FB_PARAM_FLOAT || info.kind > FB_PARAM_CHOICE) {
       throw PluginError(what + " has an unknown kind " + std::to_string(info.kind));
     }
-    if (info.kind == FB_PARAM_CHOICE &&
-        (info.num_choices <= 0 || info.choices == nullptr ||
-         info.high != static_cast<double>(info.num_choices - 1))) {
+    if (info.kind == FB_PARAM_CHOICE && (info.num_choices <= 0 || info.choices == nullptr ||
+                                         info.high != static_cast<double>(info.num_choices - 1))) {
       throw PluginError(what + " declares no choices");
     }
-    if (!(info.low <= spec->params[i].default_value && spec->params[i].default_value <= info.high)) {
+    if (!(info.low <= spec->params[i].default_value &&
+          spec->params[i].default_value <= info.high)) {
       throw PluginError(what + " has a default outside its range");
     }
   }
@@ -131,8 +131,8 @@ std::vector<const fb_env_api*> LoadPluginLibrary(const std::string& path,
     int32_t count = 0;
     const fb_env_api* const* tables = reinterpret_cast<fb_get_env_apis_fn>(many)(&count);
     if (tables == nullptr || count <= 0) {
-      throw PluginError("plugin library " + path + ": '" FASTBATCH_ENTRIES_SYMBOL
-                        "' returned no env");
+      throw PluginError("plugin library " + path +
+                        ": '" FASTBATCH_ENTRIES_SYMBOL "' returned no env");
     }
     apis.assign(tables, tables + count);
   } else {

@@ -26,7 +26,8 @@ class PluginError : public std::invalid_argument {
 // Opens `path` and returns its tables, each checked by ValidateApi: every env the library
 // exports (FASTBATCH_ENTRIES_SYMBOL, else FASTBATCH_ENTRY_SYMBOL), or the one table `symbol`
 // returns when `symbol` is not empty. Throws PluginError.
-std::vector<const fb_env_api*> LoadPluginLibrary(const std::string& path, const std::string& symbol);
+std::vector<const fb_env_api*> LoadPluginLibrary(const std::string& path,
+                                                 const std::string& symbol);
 
 // Checks the ABI version, the table's size and functions, and its default spec. `origin` names
 // the source in error messages. Throws PluginError.

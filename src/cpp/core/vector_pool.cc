@@ -6,8 +6,8 @@
 #include <random>
 
 #include "dtype.h"
-#include "plugin_loader.h"
 #include "fastbatch/env.h"
+#include "plugin_loader.h"
 
 namespace fastbatch {
 

@@ -31,7 +31,7 @@ class Acrobot {
   static Spec MakeSpec() {
     return Spec("Acrobot-v1")
         .Observation(Box({6}, {-1.0, -1.0, -1.0, -1.0, -kMaxVel1, -kMaxVel2},
-                                {1.0, 1.0, 1.0, 1.0, kMaxVel1, kMaxVel2}))
+                         {1.0, 1.0, 1.0, 1.0, kMaxVel1, kMaxVel2}))
         .Action(Discrete(3))
         .MaxEpisodeSteps(500)
         .RewardThreshold(-100.0);

@@ -29,7 +29,7 @@ class CartPole {
     const double high[4] = {kXThreshold * 2, kInf, kThetaThreshold * 2, kInf};
     return Spec("CartPole-v1")
         .Observation(Box({4}, {-high[0], -high[1], -high[2], -high[3]},
-                                {high[0], high[1], high[2], high[3]}))
+                         {high[0], high[1], high[2], high[3]}))
         .Action(Discrete(2))
         .MaxEpisodeSteps(500)
         .RewardThreshold(475.0)

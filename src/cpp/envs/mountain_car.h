@@ -27,8 +27,7 @@ class MountainCar {
 
   static Spec MakeSpec() {
     return Spec("MountainCar-v0")
-        .Observation(
-            Box({2}, {kCarMinPosition, -kCarMaxSpeed}, {kCarMaxPosition, kCarMaxSpeed}))
+        .Observation(Box({2}, {kCarMinPosition, -kCarMaxSpeed}, {kCarMaxPosition, kCarMaxSpeed}))
         .Action(Discrete(3))
         .MaxEpisodeSteps(200)
         .RewardThreshold(-110.0)
@@ -87,8 +86,7 @@ class MountainCarContinuous {
 
   static Spec MakeSpec() {
     return Spec("MountainCarContinuous-v0")
-        .Observation(
-            Box({2}, {kCarMinPosition, -kCarMaxSpeed}, {kCarMaxPosition, kCarMaxSpeed}))
+        .Observation(Box({2}, {kCarMinPosition, -kCarMaxSpeed}, {kCarMaxPosition, kCarMaxSpeed}))
         .Action(Box({1}, -1.0, 1.0))
         .MaxEpisodeSteps(999)
         .RewardThreshold(90.0)

@@ -113,12 +113,14 @@ struct Adapter {
     }
     Resolve(spec.observation(), DTypeOf<Obs>(), spec.id() + ": the observation space", "ObsType");
     if (spec.action().is_discrete && !kDiscrete) {
-      throw std::invalid_argument(spec.id() + ": a Discrete action space needs an integer "
+      throw std::invalid_argument(spec.id() +
+                                  ": a Discrete action space needs an integer "
                                   "ActionType (int64_t)");
     }
     if constexpr (kDiscrete) {
       if (!spec.action().is_discrete) {
-        throw std::invalid_argument(spec.id() + ": an integer ActionType needs a Discrete "
+        throw std::invalid_argument(spec.id() +
+                                    ": an integer ActionType needs a Discrete "
                                     "action space (Box actions are float or double)");
       }
     } else {
@@ -135,8 +137,8 @@ struct Adapter {
       s.dtype = code;
     } else if (s.dtype != code) {
       const char* declared = IsKnownDType(s.dtype) ? DTypeName(s.dtype) : "an unknown type";
-      throw std::invalid_argument(what + " is declared as Box<" + declared +
-                                  "> but the env's " + type_name + " is " + DTypeName(code) +
+      throw std::invalid_argument(what + " is declared as Box<" + declared + "> but the env's " +
+                                  type_name + " is " + DTypeName(code) +
                                   ": declare it as Box(shape, low, high) to take the type from " +
                                   type_name);
     }
@@ -318,14 +320,14 @@ const fb_env_api* const* EnvApis(int32_t* count) {
 
 // Exports the env classes of a plugin library (in one .cc file): register_native_env registers
 // every one of them, or the one it names. The first is also the library's single-env entry.
-#define FASTBATCH_EXPORT_ENVS(...)                                                             \
-  extern "C" FASTBATCH_EXPORT_SYMBOL const fb_env_api* const* fastbatch_get_env_apis(         \
-      int32_t* count) {                                                                        \
-    return ::fastbatch::EnvApis<__VA_ARGS__>(count);                                           \
-  }                                                                                            \
-  extern "C" FASTBATCH_EXPORT_SYMBOL const fb_env_api* fastbatch_get_env_api(void) {           \
-    int32_t count = 0;                                                                         \
-    return ::fastbatch::EnvApis<__VA_ARGS__>(&count)[0];                                       \
+#define FASTBATCH_EXPORT_ENVS(...)                                                    \
+  extern "C" FASTBATCH_EXPORT_SYMBOL const fb_env_api* const* fastbatch_get_env_apis( \
+      int32_t* count) {                                                               \
+    return ::fastbatch::EnvApis<__VA_ARGS__>(count);                                  \
+  }                                                                                   \
+  extern "C" FASTBATCH_EXPORT_SYMBOL const fb_env_api* fastbatch_get_env_api(void) {  \
+    int32_t count = 0;                                                                \
+    return ::fastbatch::EnvApis<__VA_ARGS__>(&count)[0];                              \
   }
 
 // Exports one env class (version 1's macro; the same as FASTBATCH_EXPORT_ENVS(EnvClass)).

@@ -20,9 +20,11 @@
 // take them in MakeSpec:
 //
 //     static fastbatch::ParamList DeclareParams() {
-//       return fastbatch::ParamList().Int("size", 8, 2, 64).Choice("mode", {"easy", "hard"}, "easy");
+//       return fastbatch::ParamList().Int("size", 8, 2, 64).Choice("mode", {"easy", "hard"},
+//       "easy");
 //     }
-//     static fastbatch::Spec MakeSpec(const fastbatch::Params& p);  // e.g. Box({3, p.Int("size"), ...})
+//     static fastbatch::Spec MakeSpec(const fastbatch::Params& p);  // e.g. Box({3, p.Int("size"),
+//     ...})
 //
 // Element types come from ObsType/ActionType: declare a Box as `Box(shape, low, high)` and it
 // takes them (the version-1 spelling `Box<T>(...)` is checked against them). Params are typed

@@ -18,8 +18,9 @@ namespace fastbatch {
 
 class Rng {
  public:
-  Rng() : own_{{0x9E3779B97F4A7C15ull, 0xBF58476D1CE4E5B9ull, 0x94D049BB133111EBull, 1}},
-          s_(own_.s) {}
+  Rng()
+      : own_{{0x9E3779B97F4A7C15ull, 0xBF58476D1CE4E5B9ull, 0x94D049BB133111EBull, 1}},
+        s_(own_.s) {}
   explicit Rng(fb_rng* state) : own_{}, s_(state->s) {}
   Rng(const Rng& other) : own_(other.own_), s_(other.Owns() ? own_.s : other.s_) {}
   Rng& operator=(const Rng& other) {

@@ -55,12 +55,18 @@ constexpr const char* DTypeName(int32_t code) { return LookupDType(code).name; }
 
 template <typename T>
 constexpr fb_dtype DTypeOf() {
-  if constexpr (std::is_same_v<T, float>) return FB_FLOAT32;
-  else if constexpr (std::is_same_v<T, double>) return FB_FLOAT64;
-  else if constexpr (std::is_same_v<T, int32_t>) return FB_INT32;
-  else if constexpr (std::is_same_v<T, int64_t>) return FB_INT64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return FB_UINT8;
-  else static_assert(sizeof(T) == 0, "element types are float, double, int32_t, int64_t, uint8_t");
+  if constexpr (std::is_same_v<T, float>)
+    return FB_FLOAT32;
+  else if constexpr (std::is_same_v<T, double>)
+    return FB_FLOAT64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return FB_INT32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return FB_INT64;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return FB_UINT8;
+  else
+    static_assert(sizeof(T) == 0, "element types are float, double, int32_t, int64_t, uint8_t");
 }
 
 // A space as the author declares it: Box(...) or Discrete(n).
@@ -127,8 +133,7 @@ struct ParamDecl {
 // created, so an env only ever sees values it declared acceptable.
 class ParamList {
  public:
-  ParamList& Float(std::string name, double default_value, double low = -kInf,
-                   double high = kInf) {
+  ParamList& Float(std::string name, double default_value, double low = -kInf, double high = kInf) {
     return Add({std::move(name), default_value, FB_PARAM_FLOAT, low, high, {}});
   }
   ParamList& Int(std::string name, int64_t default_value,
@@ -236,7 +241,9 @@ class Spec {
     return *this;
   }
   // Params (see ParamList). Param(name, default) is version 1's unbounded float param.
-  Spec& Param(std::string name, double default_value) { return FloatParam(std::move(name), default_value); }
+  Spec& Param(std::string name, double default_value) {
+    return FloatParam(std::move(name), default_value);
+  }
   Spec& FloatParam(std::string name, double default_value, double low = -kInf, double high = kInf) {
     params_.Float(std::move(name), default_value, low, high);
     return *this;
@@ -287,9 +294,8 @@ class Spec {
     }
     for (size_t i = 0; i < params_.decls().size(); ++i) {
       const ParamDecl& d = params_.decls()[i];
-      info_view_.push_back(fb_param_info{d.kind, d.low, d.high,
-                                         static_cast<int32_t>(d.choices.size()),
-                                         choice_view_[i].data()});
+      info_view_.push_back(fb_param_info{
+          d.kind, d.low, d.high, static_cast<int32_t>(d.choices.size()), choice_view_[i].data()});
     }
     view_.id = id_.c_str();
     view_.observation = SpaceView(observation_);
@@ -306,15 +312,15 @@ class Spec {
  private:
   void CheckSpace(const Space& s, const char* what) const {
     if (s.is_discrete) {
-      if (s.n <= 0) throw std::invalid_argument(id_ + ": " + what + " space Discrete(n) needs n > 0");
+      if (s.n <= 0)
+        throw std::invalid_argument(id_ + ": " + what + " space Discrete(n) needs n > 0");
       return;
     }
     int64_t size = 1;
     for (int64_t d : s.shape) size *= d;
     if (s.shape.empty() || s.shape.size() > FASTBATCH_MAX_NDIM || size <= 0) {
       throw std::invalid_argument(id_ + ": " + what + " space needs 1 to " +
-                                  std::to_string(FASTBATCH_MAX_NDIM) +
-                                  " positive dimensions");
+                                  std::to_string(FASTBATCH_MAX_NDIM) + " positive dimensions");
     }
     if (static_cast<int64_t>(s.low.size()) != size || static_cast<int64_t>(s.high.size()) != size) {
       throw std::invalid_argument(id_ + ": " + what + " space has " + std::to_string(s.low.size()) +

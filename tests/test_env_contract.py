@@ -1,0 +1,324 @@
+"""Native env contract v2: mistakes refused at compile time or at registration, typed params,
+spaces and time limits from params, env-reported truncation, several envs a library, plugins
+and sources of version 1, single envs through gymnasium.make."""
+
+from __future__ import annotations
+
+import copy
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import fastbatch
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGINS = Path(__file__).parent / "plugins"
+EXAMPLE = ROOT / "examples" / "native_env_plugin"
+
+
+def compile_plugin(source: Path, out: Path, *flags: str, include: str | None = None):
+    compiler = shutil.which("c++") or shutil.which("g++")
+    cmd = [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", *flags]
+    cmd += [f"-I{include or fastbatch.get_include()}", str(source), "-o", str(out)]
+    return subprocess.run(cmd, capture_output=True, text=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    """build(source, name, *flags, include=None) -> library path (asserting it compiles)."""
+    folder = tmp_path_factory.mktemp("contract_v2")
+
+    def make(source: Path, name: str, *flags: str, include: str | None = None) -> Path:
+        out = folder / f"lib{name}.so"
+        if not out.exists():
+            done = compile_plugin(source, out, *flags, include=include)
+            assert done.returncode == 0, done.stderr
+        return out
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory) -> dict[str, Path]:
+    """The README's example folder built out of tree with the CMake package (verbose, so the
+    compile flags can be read back)."""
+    folder = tmp_path_factory.mktemp("examples")
+    shutil.copytree(EXAMPLE, folder / "src")
+    cmake_dir = subprocess.run(
+        [sys.executable, "-m", "fastbatch", "--cmakedir"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    subprocess.run(
+        ["cmake", "-S", "src", "-B", "build", f"-Dfastbatch_DIR={cmake_dir}"],
+        cwd=folder,
+        capture_output=True,
+        check=True,
+    )
+    built = subprocess.run(
+        ["cmake", "--build", "build", "--verbose"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    libraries = {p.name.split(".")[0][3:]: p for p in (folder / "build").glob("lib*.so")}
+    libraries["log"] = built.stdout
+    return libraries
+
+
+# ---------------------------------------------------------------------------- mistakes
+@pytest.mark.parametrize(
+    "mistake, message",
+    [
+        (4, "ObsType must be float, double, int32_t, int64_t or uint8_t"),
+        (5, "declares them in `static fastbatch::ParamList DeclareParams\\(\\)`"),
+    ],
+)
+def test_type_mistakes_do_not_compile(tmp_path, mistake, message):
+    done = compile_plugin(PLUGINS / "contract_v2.cc", tmp_path / "lib.so", f"-DMISTAKE={mistake}")
+    assert done.returncode != 0
+    assert re.search(message, done.stderr), done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    "mistake, message",
+    [
+        (
+            1,
+            "Echo-v0: the observation space is declared as Box<uint8> but the env's ObsType is "
+            "float64: declare it as Box\\(shape, low, high\\)",
+        ),
+        (2, "Echo-v0: observation space has 3 low and 3 high bounds for a shape of 4 elements"),
+        (3, "its spec could not be built: MakeSpec refused to build"),
+    ],
+)
+def test_spec_mistakes_are_refused_at_registration(build, mistake, message):
+    library = build(PLUGINS / "contract_v2.cc", f"mistake{mistake}", f"-DMISTAKE={mistake}")
+    with pytest.raises(fastbatch.PluginError, match=message):
+        fastbatch.register_native_env(None, library)
+
+
+@pytest.fixture(scope="module")
+def contract_envs(build) -> list[str]:
+    return fastbatch.register_native_env(
+        None, build(PLUGINS / "contract_v2.cc", "contract"), replace=True
+    )
+
+
+def test_a_library_registers_all_its_envs_or_the_one_named(build, contract_envs):
+    assert contract_envs == ["Echo-v0", "Ramp-v0"]
+    library = build(PLUGINS / "contract_v2.cc", "contract")
+    assert fastbatch.register_native_env("Ramp-v0", library, replace=True) == ["Ramp-v0"]
+    with pytest.raises(
+        fastbatch.PluginError, match="exports no env 'Nope-v0'; it exports: Echo-v0, Ramp-v0"
+    ):
+        fastbatch.register_native_env("Nope-v0", library)
+    with pytest.raises(TypeError, match="apply to one env"):
+        fastbatch.register_native_env(None, library, replace=True, scale=2.0)
+
+
+def test_discrete_actions_reach_an_int32_action_type_intact(contract_envs):
+    env = fastbatch.make("Echo-v0", 4)
+    env.reset(seed=0)
+    obs = env.step(np.array([1, 2, 3, 0]))[0]
+    np.testing.assert_array_equal(obs[:, 0], [1, 2, 3, 0])
+
+
+# ---------------------------------------------------------------------------- params
+def test_typed_params_reach_the_env(contract_envs):
+    env = fastbatch.make("Echo-v0", 2, scale=2.5, negate=True, mode="offset")
+    env.reset(seed=0)
+    np.testing.assert_array_equal(env.step(np.array([2, 0]))[0][:, 0], [5.0, 10.0])
+    info = fastbatch.spec("Echo-v0").param_info
+    assert (
+        info["truncate_after"].kind,
+        info["truncate_after"].low,
+        info["truncate_after"].high,
+    ) == ("int", 0, 1000)
+    assert info["mode"].choices == ("plain", "offset")
+    assert fastbatch.spec("Echo-v0").params == {
+        "truncate_after": 0,
+        "scale": 1.0,
+        "negate": False,
+        "mode": "plain",
+    }
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (
+            {"truncate_after": 6.5},
+            TypeError,
+            "'truncate_after' must be an integer in \\[0, 1000\\], got 6.5",
+        ),
+        (
+            {"truncate_after": True},
+            TypeError,
+            "'truncate_after' must be an integer in \\[0, 1000\\], got True",
+        ),
+        (
+            {"truncate_after": 5000},
+            ValueError,
+            "'truncate_after' must be an integer in \\[0, 1000\\], got 5000",
+        ),
+        ({"scale": -1.0}, ValueError, "'scale' must be a number in \\[0, 10\\], got -1.0"),
+        ({"scale": float("nan")}, ValueError, "'scale' must be a number in \\[0, 10\\], got nan"),
+        ({"scale": "2"}, TypeError, "'scale' must be a number in \\[0, 10\\], got '2'"),
+        ({"negate": 1}, TypeError, "'negate' must be a bool, got 1"),
+        ({"mode": "fancy"}, ValueError, "'mode' must be one of 'plain', 'offset', got 'fancy'"),
+        ({"mode": 1}, TypeError, "'mode' must be one of 'plain', 'offset', got 1"),
+        (
+            {"speed": 1},
+            TypeError,
+            "got unexpected keyword argument\\(s\\) 'speed'; it accepts: truncate_after",
+        ),
+    ],
+)
+def test_bad_params_are_refused_before_any_env_exists(contract_envs, kwargs, error, message):
+    with pytest.raises(error, match=f"Echo-v0 (parameter )?{message}"):
+        fastbatch.make("Echo-v0", 2, **kwargs)
+
+
+def test_registration_defaults_follow_the_same_rules(build, contract_envs):
+    library = build(PLUGINS / "contract_v2.cc", "contract")
+    with pytest.raises(ValueError, match="'scale' must be a number in \\[0, 10\\], got 11"):
+        fastbatch.register_native_env("Echo-v0", library, replace=True, scale=11)
+    fastbatch.register_native_env("Echo-v0", library, replace=True, scale=2)
+    try:
+        env = fastbatch.make("Echo-v0", 1)
+        env.reset(seed=0)
+        assert env.step(np.array([3]))[0][0, 0] == 6.0
+    finally:
+        fastbatch.register_native_env(None, library, replace=True)
+
+
+def test_spaces_and_time_limit_come_from_the_params(contract_envs):
+    env = fastbatch.make("Ramp-v0", 3, length=5)
+    assert env.single_observation_space.shape == (5,)
+    assert env.observation_space.shape == (3, 5)
+    obs, _ = env.reset(seed=0)
+    np.testing.assert_array_equal(obs[0], [0, 1, 2, 3, 4])
+    for t in range(1, 11):  # the limit is 2 * length
+        obs, _, terminated, truncated, info = env.step(np.zeros((3, 1), np.float32))
+        assert truncated.all() == (t == 10) and not terminated.any()
+    np.testing.assert_array_equal(info["episode"]["l"], [10, 10, 10])
+    assert fastbatch.make("Ramp-v0", 1).single_observation_space.shape == (3,)  # the default
+
+
+# ---------------------------------------------------------------------------- truncation
+@pytest.mark.parametrize("mode", ["next_step", "same_step"])
+def test_an_env_reports_its_own_truncation(contract_envs, mode):
+    env = fastbatch.make("Echo-v0", 2, truncate_after=3, autoreset_mode=mode)
+    env.reset(seed=0)
+    flags = []
+    for _ in range(7):
+        _, _, terminated, truncated, info = env.step(np.array([1, 1]))
+        assert not terminated.any()
+        flags.append(bool(truncated[0]))
+        if truncated[0]:
+            np.testing.assert_array_equal(info["episode"]["l"], [3, 3])
+    assert flags == (
+        [False, False, True, False, False, False, True]
+        if mode == "next_step"
+        else [False, False, True, False, False, True, False]
+    )
+
+
+def test_max_episode_steps_at_registration_and_make(build, contract_envs):
+    library = build(PLUGINS / "contract_v2.cc", "contract")
+    fastbatch.register_native_env("Echo-v0", library, replace=True, max_episode_steps=2)
+    try:
+        assert fastbatch.spec("Echo-v0").max_episode_steps == 2
+        env = fastbatch.make("Echo-v0", 1)
+        env.reset(seed=0)
+        assert [bool(env.step(np.array([0]))[3][0]) for _ in range(2)] == [False, True]
+        env = fastbatch.make("Echo-v0", 1, max_episode_steps=3)  # make() wins
+        env.reset(seed=0)
+        assert [bool(env.step(np.array([0]))[3][0]) for _ in range(3)] == [False, False, True]
+    finally:
+        fastbatch.register_native_env(None, library, replace=True)
+    assert fastbatch.spec("Echo-v0").max_episode_steps == 100
+
+
+# ---------------------------------------------------------------------------- examples
+def test_the_image_example_builds_with_the_cmake_package(examples):
+    assert "-ffp-contract=off" in examples["log"]  # fastbatch_add_env keeps results bit-exact
+    assert fastbatch.register_native_env(None, examples["grid_chase"], replace=True) == [
+        "GridChase-v0"
+    ]
+    env = fastbatch.make("GridChase-v0", 4, size=5, walls=True, reward="shaped", seed=0)
+    assert env.single_observation_space == gymnasium.spaces.Box(0, 255, (3, 5, 5), np.uint8)
+    obs, _ = env.reset()
+    assert obs.dtype == np.uint8 and obs.shape == (4, 3, 5, 5)
+    assert (obs[:, 0].sum(axis=(1, 2)) == 255).all() and (obs[:, 2, 0, :] == 255).all()
+    for t in range(1, 21):  # time limit 4 * size; staying never reaches the target
+        _, reward, terminated, truncated, _ = env.step(np.zeros(4, np.int64))
+        np.testing.assert_allclose(reward, -0.01)
+        assert not terminated.any() and truncated.all() == (t == 20)
+    assert fastbatch.make("GridChase-v0", 1).single_observation_space.shape == (3, 8, 8)
+
+
+# ---------------------------------------------------------------------------- version 1
+def test_plugins_and_sources_of_version_1_keep_working(build):
+    v1 = build(PLUGINS / "readme_v1_env.cc", "v1", include=str(PLUGINS / "abi_v1"))
+    v2 = build(PLUGINS / "readme_v1_env.cc", "v1_source_v2_headers")
+    results = []
+    for name, library in (("ReacherV1-v0", v1), ("ReacherV2-v0", v2)):
+        fastbatch.register_native_env(name, library, replace=True)
+        env = fastbatch.make(name, 4, seed=3, target_radius=0.1)
+        obs, _ = env.reset()
+        steps = [env.step(np.full((4, 2), 0.5, np.float32)) for _ in range(50)]
+        results.append((obs.copy(), [s[0].copy() for s in steps], [s[1].copy() for s in steps]))
+        assert fastbatch.spec(name).param_info["force_scale"].kind == "float"
+    assert fastbatch._core._load_plugin(str(v1))[0].abi_version == 1
+    assert fastbatch._core._load_plugin(str(v2))[0].abi_version == 2
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(np.array(results[0][1]), np.array(results[1][1]))
+    np.testing.assert_array_equal(np.array(results[0][2]), np.array(results[1][2]))
+
+
+# ---------------------------------------------------------------------------- gymnasium.make
+def checker_warnings(env) -> set[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env, skip_render_check=True)
+    return {str(w.message) for w in caught}
+
+
+@pytest.mark.parametrize("env_id", fastbatch.list_envs())
+def test_gymnasium_make_gives_a_single_env_that_passes_check_env(env_id):
+    env = gymnasium.make(f"fastbatch/{env_id}")
+    # check_env passes, warning about nothing it does not warn about for gymnasium's own env.
+    assert checker_warnings(env.unwrapped) <= checker_warnings(gymnasium.make(env_id).unwrapped)
+    obs, info = env.reset(seed=5)
+    assert env.observation_space.contains(obs) and info == {}
+    twin = fastbatch.make(env_id, 1, seed=5)
+    np.testing.assert_array_equal(obs, twin.reset()[0][0])
+    action = env.action_space.sample()
+    result = env.step(action)
+    batch = twin.step(np.asarray([action]))
+    np.testing.assert_array_equal(result[0], batch[0][0])
+    assert result[1] == float(batch[1][0]) and isinstance(result[1], float)
+    env.close()
+
+
+def test_registry_entries_serialise_and_vectorise_in_every_mode():
+    spec = gymnasium.spec("fastbatch/Pendulum-v1")
+    assert spec.entry_point == "fastbatch.single:NativeEnv" and copy.deepcopy(spec) == spec
+    assert gymnasium.envs.registration.EnvSpec.from_json(spec.to_json()) == spec
+    for mode in ("sync", "async", "vector_entry_point"):
+        envs = gymnasium.make_vec("fastbatch/Pendulum-v1", 3, vectorization_mode=mode)
+        obs, _ = envs.reset(seed=1)
+        assert obs.shape == (3, 3)
+        envs.close()
