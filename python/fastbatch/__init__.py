@@ -9,8 +9,8 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 from fastbatch import _core
 from fastbatch._buffers import ALIGNMENT, aligned_empty
@@ -25,13 +25,7 @@ from fastbatch.errors import (
 )
 from fastbatch.native import NativeVectorEnv, RolloutBinding
 from fastbatch.plugins import register_native_env
-from fastbatch.process import ProcessVectorEnv
 from fastbatch.registry import NativeEnvSpec, list_envs, spec
-
-try:
-    __version__ = version("fastbatch")  # pyproject.toml is the one place the version is written
-except PackageNotFoundError:  # imported from a source tree that was never installed
-    __version__ = "0+unknown"
 
 __all__ = [
     "ALIGNMENT",
@@ -64,6 +58,23 @@ def get_include() -> str:
 def get_cmake_dir() -> str:
     """The directory holding ``fastbatchConfig.cmake``, for ``find_package(fastbatch CONFIG)``."""
     return str(Path(_core.__file__).parent / "share" / "cmake" / "fastbatch")
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use, to keep `import fastbatch` light: the process backend (it imports
+    # cloudpickle, subprocess, sockets) and the version (importlib.metadata takes ~30 ms).
+    if name == "ProcessVectorEnv":
+        from fastbatch.process import ProcessVectorEnv
+
+        return ProcessVectorEnv
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("fastbatch")  # pyproject.toml is the one place it is written
+        except PackageNotFoundError:  # a source tree that was never installed
+            return "0+unknown"
+    raise AttributeError(f"module 'fastbatch' has no attribute {name!r}")
 
 
 register_builtin_envs()

@@ -175,13 +175,20 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         statistics of envs whose episode ended (``info[stats_key]``, with its mask) and, in
         SAME_STEP mode, ``final_obs``/``final_info`` as gymnasium's ``SyncVectorEnv`` gives them.
         """
-        self._check_stepable()
-        if self.is_async:
+        if self.closed or not self._reset_called or self._broken:
+            self._check_stepable()  # raises the rule's error
+        if self.batch_size < self.num_envs:
             self.send(actions)
             return self.recv()
         if self._pending_actions is not None:
             raise AsyncStateError("step() while a send() is pending; recv() it first")
-        return self._sync_step(actions)
+        if self._disabled:
+            return self._sync_step(actions)
+        try:  # the hot path, kept to one call into the backend
+            return self._step_envs(actions)
+        except EnvError:
+            self._broken = True
+            raise
 
     @property
     def is_async(self) -> bool:

@@ -11,7 +11,6 @@ from fastbatch import _core
 from fastbatch._args import NAMESPACE, strip_namespace
 from fastbatch.errors import UnknownEnvError
 from fastbatch.native import NativeVectorEnv
-from fastbatch.process import ProcessVectorEnv, env_factories
 from fastbatch.registry import REGISTRY, NativeEnvSpec
 
 __all__ = ["add_native_env", "make", "make_vector", "register_builtin_envs"]
@@ -70,6 +69,8 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
                 f"{env!r} is neither a native env ({', '.join(REGISTRY.ids())}) nor a gymnasium id"
             ) from None
         env = name
+    from fastbatch.process import ProcessVectorEnv, env_factories  # loaded on first use
+
     options = {k: kwargs.pop(k) for k in _PROCESS_OPTIONS if k in kwargs}
     return ProcessVectorEnv(env_factories(env, num_envs, kwargs), **options)
 
