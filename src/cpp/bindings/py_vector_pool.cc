@@ -1,5 +1,7 @@
 #include "bindings/py_vector_pool.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -22,6 +24,7 @@ PyVectorPool::PyVectorPool(const EnvType& type, int64_t num_envs, int num_thread
                            int autoreset_mode, int64_t max_episode_steps,
                            std::vector<double> params, int64_t batch_size)
     : type_(type),
+      owner_pid_(getpid()),
       actions_(ActionChecker::ForSpace(type.api->spec()->action)),
       step_slots_(num_envs, *type.api->spec()),
       recv_slots_(batch_size > 0 ? batch_size : num_envs, *type.api->spec()),
@@ -58,6 +61,10 @@ PyVectorPool::PyVectorPool(const EnvType& type, int64_t num_envs, int num_thread
   batch_shape_ = {static_cast<py::ssize_t>(num_envs)};
   obs_shape_ = batch_shape_;
   for (py::ssize_t d : SpaceShape(spec->observation)) obs_shape_.push_back(d);
+}
+
+PyVectorPool::~PyVectorPool() {
+  if (pool_ && getpid() != owner_pid_) Abandon();
 }
 
 void PyVectorPool::Seed(const std::vector<std::optional<uint64_t>>& seeds) {
@@ -219,6 +226,16 @@ void PyVectorPool::Close() {
   rollout_storage_ = py::none();
   last_obs_ = py::none();
   pool_.reset();
+}
+
+void PyVectorPool::Abandon() {
+  closing_.store(true, std::memory_order_release);
+  // Leaked on purpose: ~VectorPool would join (and the async mode stop) threads that exist
+  // only in the process that built the pool.
+  static_cast<void>(pool_.release());
+  rollout_.reset();
+  rollout_storage_ = py::none();
+  last_obs_ = py::none();
 }
 
 uintptr_t PyVectorPool::RolloutContextFor(py::array obs, py::array reward, py::array terminated,
