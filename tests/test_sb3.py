@@ -34,31 +34,22 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor, VecNormalize
 
 from fastbatch.sb3 import SB3VecEnv
-from tests.envs import NumericInfoEnv
+from tests.envs import NumericInfoEnv, OneNativeEnv
 
 N = 4
 SEED = 5
 
 
-class OneNativeEnv(gymnasium.Env):
-    """One native env as a plain gymnasium env (a 1-env batch without autoreset), so that
-    DummyVecEnv can hold the very env SB3VecEnv steps in a batch."""
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """PPO's small networks gain nothing from a second torch thread, and on a busy 2-core
+    machine a spinning OpenMP pool made the training test 10x slower."""
+    import torch
 
-    def __init__(self, env_id: str, **kwargs):
-        self.batch = fastbatch.make(env_id, 1, autoreset_mode="disabled", **kwargs)
-        self.observation_space = self.batch.single_observation_space
-        self.action_space = self.batch.single_action_space
-
-    def reset(self, *, seed=None, options=None):
-        obs, _ = self.batch.reset(seed=seed)
-        return obs[0].copy(), {}
-
-    def step(self, action):
-        obs, reward, terminated, truncated, _ = self.batch.step(np.asarray([action]))
-        return obs[0].copy(), float(reward[0]), bool(terminated[0]), bool(truncated[0]), {}
-
-    def close(self):
-        self.batch.close()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _reference(factory) -> DummyVecEnv:
