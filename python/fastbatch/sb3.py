@@ -145,7 +145,8 @@ class SB3VecEnv(VecEnv):
         dones = terminated | truncated
         self._returns += reward
         self._lengths += 1
-        infos = _rows(info, self.num_envs, self._skip) if info else [{} for _ in self._returns]
+        n = self.num_envs
+        infos = _rows(info, n, self._skip) if info else [{} for _ in range(n)]
         if dones.any():
             obs = self._end_episodes(dones, obs, info, infos)
         for row, cut in zip(infos, (truncated & ~terminated).tolist(), strict=True):
@@ -156,8 +157,10 @@ class SB3VecEnv(VecEnv):
         """Terminal observations, reset infos, Monitor's episode dicts and, in DISABLED mode,
         the resets; returns the observations that follow."""
         ended = np.flatnonzero(dones).tolist()
-        if self._same_step:  # an ended env's step infos are its reset's; its last step's are
-            final_obs = info["final_obs"]  # in final_info
+        if self._same_step:
+            # An ended env's row of the step's infos is its reset's; its last step's infos are
+            # in final_info (SyncVectorEnv's layout).
+            final_obs = info["final_obs"]
             final_rows = _rows(info.get("final_info", {}), self.num_envs)
             for i in ended:
                 self.reset_infos[i], infos[i] = infos[i], final_rows[i]
