@@ -181,6 +181,28 @@ class NumericInfoEnv(gymnasium.Env):
         )
 
 
+class OneNativeEnv(gymnasium.Env):
+    """One native env as a plain gymnasium env (a 1-env batch without autoreset): the reference
+    vectorisers (SyncVectorEnv, SB3's DummyVecEnv) can then hold the very env that a fastbatch
+    batch steps (env i of a batch seeded s follows a single env seeded s + i)."""
+
+    def __init__(self, env_id: str, **kwargs: Any):
+        self.batch = fastbatch.make(env_id, 1, autoreset_mode="disabled", **kwargs)
+        self.observation_space = self.batch.single_observation_space
+        self.action_space = self.batch.single_action_space
+
+    def reset(self, *, seed=None, options=None):
+        obs, _ = self.batch.reset(seed=seed)
+        return obs[0].copy(), {}
+
+    def step(self, action):
+        obs, reward, terminated, truncated, _ = self.batch.step(np.asarray([action]))
+        return obs[0].copy(), float(reward[0]), bool(terminated[0]), bool(truncated[0]), {}
+
+    def close(self):
+        self.batch.close()
+
+
 class RestartOnceEnv(ScriptedEnv):
     """A ScriptedEnv whose construction fails once `marker` exists (written by the first
     construction): a worker restarted with it cannot rebuild its envs."""

@@ -14,12 +14,25 @@ primitives:
   backend resolves them, then calls ``_check_disabled_autoreset(ids)`` in DISABLED mode), and
   ``_recv_envs`` puts ``info["env_id"]``.
 - ``_close_envs()``: release everything (called once).
+- ``_abandon_envs()``: in a forked child, let go of everything without touching the parent's
+  threads or worker processes (called once, instead of ``_close_envs``).
 
 Threading: one thread at a time may call an env.
+
+Fork: an env belongs to the process that made it (its worker threads or worker processes serve
+that process only). In a child forked from it (``multiprocessing``'s fork start method, a
+pre-forking server, a DataLoader worker) every call raises ``RuntimeError`` naming fork, while
+``close()`` and garbage collection abandon the env there: nothing is joined, signalled or sent,
+and the parent's env keeps working.
+
+Pickling: an env owns threads, processes and shared buffers, so it cannot be pickled (nor
+copied); pickling raises ``TypeError`` saying what to send instead (the arguments of
+``fastbatch.make``, or the env factories).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import gymnasium
@@ -36,12 +49,37 @@ __all__ = ["BatchVectorEnv"]
 CLOSED = "this fastbatch env is closed"
 NOT_RESET = "call reset() before step()"
 BROKEN = "a previous step raised an env error; call reset() before stepping again"
+FORKED = (
+    "this fastbatch env was created in process {owner} and cannot be used after fork (this is "
+    "process {pid}, a fork of it): its workers serve the parent only. Make a new env in the "
+    "child (fastbatch.make(...)); closing the inherited one here is safe and leaves the "
+    "parent's env running"
+)
+NOT_PICKLABLE = (
+    "cannot pickle or copy a {name}: it owns worker threads or processes and shared buffers. "
+    "To use such an env in another process, send what builds it and call fastbatch.make "
+    "there: the env id and keyword arguments (e.g. ('CartPole-v1', dict(num_envs=8, seed=0))) "
+    "or, for the process backend, the list of env factories"
+)
+
+# This process's id, refreshed in a forked child (os.getpid() is a system call; the step path
+# compares with this instead).
+_pid = os.getpid()
+
+
+def _after_fork_in_child() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class BatchVectorEnv(gymnasium.vector.VectorEnv):
     """A batch of envs behind gymnasium's ``VectorEnv`` API (see the module docstring)."""
 
     closed = True  # until _setup: a half-built env is closed, so __del__ does nothing
+    _owner_pid = 0  # the process that made the envs (set by _claim)
 
     def _setup(
         self,
@@ -52,6 +90,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         action_space: gymnasium.spaces.Space,
     ) -> None:
         """The state every backend starts from, once its envs exist."""
+        self._claim()
         self.num_envs = num_envs
         self.batch_size = batch_size
         self.metadata = {"autoreset_mode": mode}
@@ -69,10 +108,21 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         self._disabled = mode == AutoresetMode.DISABLED
         self._needs_reset = np.zeros(num_envs, dtype=np.bool_)
 
+    def _claim(self) -> None:
+        """Marks the envs as this process's (a backend that can close before `_setup` calls it
+        as soon as it holds anything to close)."""
+        self._owner_pid = _pid
+
+    def _forked(self) -> bool:
+        """True in a process forked from the one that made the envs."""
+        return self._owner_pid != _pid
+
     # ------------------------------------------------------------------ state rules
     def _check_open(self) -> None:
         if self.closed:
             raise ClosedEnvError(CLOSED)
+        if self._owner_pid != _pid:
+            raise RuntimeError(FORKED.format(owner=self._owner_pid, pid=_pid))
 
     def _check_stepable(self) -> None:
         self._check_open()
@@ -175,7 +225,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         statistics of envs whose episode ended (``info[stats_key]``, with its mask) and, in
         SAME_STEP mode, ``final_obs``/``final_info`` as gymnasium's ``SyncVectorEnv`` gives them.
         """
-        if self.closed or not self._reset_called or self._broken:
+        if self.closed or not self._reset_called or self._broken or self._owner_pid != _pid:
             self._check_stepable()  # raises the rule's error
         if self.batch_size < self.num_envs:
             self.send(actions)
@@ -247,11 +297,15 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
 
     def close(self, **kwargs: Any) -> None:
         """Closes the envs and releases the workers; later calls raise ``ClosedEnvError``.
-        Closing twice is harmless."""
+        Closing twice is harmless. In a forked child it only lets go of the inherited env (the
+        parent's keeps running)."""
         if self.closed:
             return
         self.closed = True
-        self._close_envs()
+        if self._forked():
+            self._abandon_envs()
+        else:
+            self._close_envs()
 
     def __del__(self) -> None:
         if not getattr(self, "closed", True):
@@ -259,6 +313,9 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
                 self.close()
             except Exception:  # at interpreter exit modules may be gone
                 pass
+
+    def __reduce_ex__(self, protocol: Any):
+        raise TypeError(NOT_PICKLABLE.format(name=type(self).__name__))
 
     def __enter__(self):
         return self
@@ -280,4 +337,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         raise NotImplementedError
 
     def _close_envs(self) -> None:
+        raise NotImplementedError
+
+    def _abandon_envs(self) -> None:
         raise NotImplementedError

@@ -159,6 +159,9 @@ class _VectorPool:
         last call."""
     def close(self) -> None:
         """Frees the envs (waits up to 10 s for a call in another thread)."""
+    def _abandon(self) -> None:
+        """In a process forked from the pool's owner: closes the pool without destroying it (its
+        threads exist only in the owner; the envs leak in this process). Never waits."""
     @property
     def num_threads(self) -> int:
         """Threads stepping the batch (the caller counts as one); 0 after close."""

@@ -1,24 +1,71 @@
 """The `fastbatch` command: train and evaluate policies, and locate the plugin build files.
 
 fastbatch train <preset-or-env-id> [--steps N] [--seed S] [--logdir DIR] [--set key=value ...]
-fastbatch train --resume DIR
-fastbatch eval <saved-policy-dir> --env ID [--episodes K]
+fastbatch train --resume DIR [--steps N]
+fastbatch eval <saved-policy-dir> --env ID [--episodes K] [--video FILE]
 fastbatch --includedir | --cmakedir | --version
+
+TensorFlow's C++ start-up log (CUDA probing, CPU features) is hidden unless you set
+TF_CPP_MIN_LOG_LEVEL yourself (0 shows everything).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import os
+import re
 import sys
+import tempfile
 import time
+
+# What TensorFlow's C++ side prints while it loads on a machine without a GPU, before its log
+# level applies (absl's preamble and INFO lines such as "Could not find cuda drivers").
+_TF_STARTUP_NOTICE = re.compile(
+    r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+    r"|I\d{4} \d+:\d+:[\d.]+ +\d+ \S+:\d+\] .*"  # INFO; before the log starts the clock is raw
+)
+
+
+def _import_trainer() -> None:
+    """Imports fastbatch.ppo (and so TensorFlow) with TensorFlow's C++ logging quiet: level 3
+    (which also hides the alarming but harmless "failed call to cuInit" of CPU machines), and
+    the notices printed before that level applies filtered out of stderr. An explicit
+    TF_CPP_MIN_LOG_LEVEL wins, and then nothing is filtered."""
+    if "TF_CPP_MIN_LOG_LEVEL" in os.environ or "tensorflow" in sys.modules:
+        importlib.import_module("fastbatch.ppo")
+        return
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        failed = True
+        try:
+            importlib.import_module("fastbatch.ppo")
+            failed = False
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            for line in captured.read().decode(errors="replace").splitlines(keepends=True):
+                if failed or not _TF_STARTUP_NOTICE.fullmatch(line.rstrip("\n")):
+                    sys.stderr.write(line)
 
 
 def _train(args) -> int:
+    _import_trainer()
     from fastbatch.ppo import PRESETS, resolve, train
 
     if args.resume:
-        result = train(None, args.resume, resume=True, progress=not args.quiet)
+        try:
+            result = train(
+                None, args.resume, resume=True, total_steps=args.steps, progress=not args.quiet
+            )
+        except ValueError as exc:
+            raise SystemExit(f"fastbatch train: {exc}") from None
     else:
         if args.target is None:
             raise SystemExit(f"fastbatch train: give a preset ({', '.join(PRESETS)}) or an env id")
@@ -37,28 +84,41 @@ def _train(args) -> int:
         )
         result = train(config, logdir, progress=not args.quiet)
         print(f"run directory: {logdir}")
-    print(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2, allow_nan=False))
     return 0
 
 
 def _eval(args) -> int:
-    from fastbatch.ppo import evaluate_saved
-
     if args.episodes < 1:
         raise SystemExit("fastbatch eval: --episodes must be at least 1")
+    if args.video_episodes < 1:
+        raise SystemExit("fastbatch eval: --video-episodes must be at least 1")
+    _import_trainer()
+    from fastbatch.ppo import evaluate_saved
+    from fastbatch.ppo.train import load_policy
+    from fastbatch.ppo.video import check_recordable, record_video
 
+    if args.video:
+        try:
+            check_recordable(args.env)
+        except ValueError as exc:
+            raise SystemExit(f"fastbatch eval: {exc}") from None
     returns = evaluate_saved(args.policy, args.env, args.episodes, seed=args.seed)
-    print(
-        json.dumps(
-            {
-                "env_id": args.env,
-                "episodes": len(returns),
-                "mean_return": sum(returns) / len(returns),
-                "returns": returns,
-            },
-            indent=2,
-        )
-    )
+    result = {
+        "env_id": args.env,
+        "episodes": len(returns),
+        "mean_return": sum(returns) / len(returns),
+        "returns": returns,
+    }
+    if args.video:
+        try:
+            video_returns = record_video(
+                load_policy(args.policy), args.env, args.video, args.video_episodes, args.seed
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise SystemExit(f"fastbatch eval: {exc}") from None
+        result["video"] = {"file": args.video, "returns": video_returns}
+    print(json.dumps(result, indent=2, allow_nan=False))
     return 0
 
 
@@ -72,7 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command")
     t = sub.add_parser("train", help="train a policy with BatchPPO")
     t.add_argument("target", nargs="?", help="a preset name or an env id")
-    t.add_argument("--steps", type=int, help="total env steps (overrides the preset)")
+    t.add_argument(
+        "--steps",
+        type=int,
+        help="total env steps (overrides the preset; with --resume: the new total, to extend a run)",
+    )
     t.add_argument("--seed", type=int, help="seed (overrides the preset)")
     t.add_argument("--logdir", help="run directory (default: runs/<env>-<time>)")
     t.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config field")
@@ -85,6 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--env", required=True, help="env id")
     e.add_argument("--episodes", type=int, default=10)
     e.add_argument("--seed", type=int, default=0)
+    e.add_argument(
+        "--video",
+        metavar="FILE",
+        help="also record episodes to FILE (.gif, or .mp4 with imageio[ffmpeg]), played on "
+        "gymnasium's own env of that id (fastbatch envs do not render)",
+    )
+    e.add_argument("--video-episodes", type=int, default=1, help="episodes to record (1)")
     args = parser.parse_args(argv)
 
     import fastbatch

@@ -148,6 +148,9 @@ class NativeVectorEnv(BatchVectorEnv):
     def _close_envs(self):
         self._pool.close()
 
+    def _abandon_envs(self):
+        self._pool._abandon()  # the pool's threads live in the parent: never join them here
+
     # ------------------------------------------------------------------ fastbatch extras
     def step_into(
         self,

@@ -43,6 +43,7 @@ __all__ = ["ProcessVectorEnv", "env_factories"]
 # are kept (a caller holding more gets fresh arrays, never shared ones).
 MAX_RESULT_SETS = 8
 RESULT_FIELDS = ("obs", "reward", "terminated", "truncated")
+_ABANDONED: list[WorkerSet] = []  # worker sets inherited through fork and let go (see _base.py)
 
 
 def _result_set_free(arrays: tuple[np.ndarray, ...]) -> bool:
@@ -153,6 +154,7 @@ class ProcessVectorEnv(BatchVectorEnv):
             on_fatal=self.close,
         )
         self.closed = False  # close() works from here on (a failed start closes the workers)
+        self._claim()
         try:
             self._workers.start(self._layout)
         except BaseException:
@@ -294,6 +296,12 @@ class ProcessVectorEnv(BatchVectorEnv):
 
     def _close_envs(self):
         self._workers.close()
+
+    def _abandon_envs(self):
+        # A forked child: the workers, their pipes and the shared memory serve the parent, which
+        # still uses them. Nothing is sent, signalled, waited for or unmapped, and the worker set
+        # is kept for the life of this process so that no finaliser of its handles runs here.
+        _ABANDONED.append(self._workers)
 
     # ------------------------------------------------------------------ helpers
     def _run(self, op: int, selected: list[int]) -> list[int]:

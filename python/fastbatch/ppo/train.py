@@ -3,8 +3,13 @@
 Layout of a run directory:
     config.json     the resolved config          events.*      TensorBoard summaries
     checkpoints/    tf.train checkpoints         curve.png     learning curve
-    progress.csv    env steps, seconds, return   policy/       SavedModel (raw obs -> action)
-    result.json     final figures
+    progress.csv    a row per update (below)     policy/       SavedModel (raw obs -> action)
+    result.json     final figures (strict JSON: null where a figure is missing or NaN)
+
+progress.csv starts with the header row ``env_steps,seconds,mean_return`` (files written
+before it had none; both are read): env steps so far, wall-clock seconds since the run began
+(summed over resumes), and the mean training return of the last ``return_window`` episodes
+(``nan`` until an episode ends).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from fastbatch.registry import REGISTRY
 
 from .agent import Agent
 from .config import PPOConfig
+
+PROGRESS_COLUMNS = ("env_steps", "seconds", "mean_return")
 
 
 def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = None):
@@ -109,15 +116,19 @@ def train(
     logdir: str | Path,
     *,
     resume: bool = False,
+    total_steps: int | None = None,
     progress: bool = True,
     max_updates: int | None = None,
 ) -> dict[str, Any]:
-    """Trains a policy as `config` says, writing everything to `logdir`. Returns the results.
+    """Trains a policy as `config` says, writing everything to `logdir`. Returns the results
+    (also written to result.json; NaN and missing figures are None there).
 
     With ``resume=True`` the latest checkpoint in ``logdir`` is restored (weights, optimiser,
     normalisers, KL penalty, counters) and the run continues. The envs restart from a seed
     derived from the update count at every checkpoint boundary, so a resumed run follows the
-    same trajectory as an uninterrupted one. ``max_updates`` stops early (for tests).
+    same trajectory as an uninterrupted one. ``total_steps`` (resume only) sets a new target,
+    for example to extend a finished run; below the env steps already done it raises
+    ValueError. ``max_updates`` stops early (for tests).
     """
     start = time.perf_counter()  # the run's clock includes building the envs and the agent
     logdir = Path(logdir)
@@ -127,6 +138,10 @@ def train(
         if not config_file.exists():
             raise FileNotFoundError(f"nothing to resume in {logdir}: no config.json")
         config = PPOConfig.from_json(config_file.read_text())
+        if total_steps is not None:
+            config = config.replace(total_steps=total_steps)  # checked once restored
+    elif total_steps is not None:
+        raise ValueError("total_steps applies to resume=True; set config.total_steps instead")
     else:
         config_file.write_text(config.to_json())
     tf.random.set_seed(config.seed)
@@ -148,6 +163,15 @@ def train(
         if manager.latest_checkpoint is None:
             raise FileNotFoundError(f"nothing to resume in {logdir}: no checkpoint")
         checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+        done_steps = int(agent.env_steps.numpy())
+        if total_steps is not None:
+            if total_steps < done_steps:
+                env.close()
+                raise ValueError(
+                    f"the run in {logdir} has done {done_steps} env steps: a new total of "
+                    f"{total_steps} would shorten it; give at least {done_steps}"
+                )
+            config_file.write_text(config.to_json())  # the new target, for later resumes
     summaries = _SummaryWriter(logdir)
     steps_per_update = config.batch_size
     total_updates = math.ceil(config.total_steps / steps_per_update)
@@ -160,6 +184,8 @@ def train(
     metrics: dict[str, float] = {}
     curve_out = curve_file.open("a", newline="", buffering=1)  # line-buffered: a row per update
     curve = csv.writer(curve_out)
+    if curve_out.tell() == 0:
+        curve.writerow(PROGRESS_COLUMNS)
     try:
         while done_updates < total_updates and (max_updates is None or done_updates < max_updates):
             if done_updates % config.checkpoint_every == 0:
@@ -199,20 +225,27 @@ def train(
         bar.close()
         summaries.close()
         curve_out.close()
+    rows = read_progress(curve_file)  # a resume with nothing left to do still has a return
     result = {
         "env_id": config.env_id,
         "updates": done_updates,
         "env_steps": int(agent.env_steps.numpy()),
         "seconds": elapsed_before + time.perf_counter() - start,
-        "train_return": metrics.get("episode/return", float("nan")),
+        "train_return": _finite(metrics.get("episode/return", rows[-1, 2] if len(rows) else None)),
     }
     if done_updates >= total_updates:
-        result["eval_return"] = evaluate_agent(agent, config) if config.eval_episodes else None
+        eval_return = evaluate_agent(agent, config) if config.eval_episodes else None
+        result["eval_return"] = _finite(eval_return)
         export_policy(agent, logdir / "policy")
         plot_curve(curve_file, logdir / "curve.png", config)
-    (logdir / "result.json").write_text(json.dumps(result, indent=2))
+    (logdir / "result.json").write_text(json.dumps(result, indent=2, allow_nan=False))
     env.close()
     return result
+
+
+def _finite(value: Any) -> float | None:
+    """JSON has no NaN or infinity: such a figure, or a missing one, is None (null)."""
+    return float(value) if value is not None and math.isfinite(value) else None
 
 
 class _SummaryWriter:
@@ -242,13 +275,19 @@ class _SummaryWriter:
         self._writer.close()
 
 
+def read_progress(csv_file: Path) -> np.ndarray:
+    """The rows of a progress.csv as floats ``[rows, 3]`` (see PROGRESS_COLUMNS), with or
+    without the header row (runs written before it had none); no file gives no rows."""
+    lines = csv_file.read_text().split() if csv_file.exists() else []
+    if lines and lines[0] == ",".join(PROGRESS_COLUMNS):
+        lines = lines[1:]
+    rows = [[float(x) for x in line.split(",")] for line in lines]
+    return np.array(rows, dtype=np.float64).reshape(-1, len(PROGRESS_COLUMNS))
+
+
 def _elapsed(logdir: Path) -> float:
-    rows = (
-        (logdir / "progress.csv").read_text().strip().splitlines()
-        if (logdir / "progress.csv").exists()
-        else []
-    )
-    return float(rows[-1].split(",")[1]) if rows else 0.0
+    rows = read_progress(logdir / "progress.csv")
+    return float(rows[-1, 1]) if len(rows) else 0.0
 
 
 def evaluate_agent(agent: Agent, config: PPOConfig, episodes: int | None = None) -> float:
@@ -284,7 +323,7 @@ def plot_curve(csv_file: Path, png: Path, config: PPOConfig) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    data = np.loadtxt(csv_file, delimiter=",", ndmin=2)
+    data = read_progress(csv_file)
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(data[:, 0], data[:, 2], label="mean training return")
     ax.set_xlabel("env steps")
@@ -296,20 +335,26 @@ def plot_curve(csv_file: Path, png: Path, config: PPOConfig) -> None:
     plt.close(fig)
 
 
+def load_policy(path: str | Path):
+    """The deterministic policy of a SavedModel exported by `train`: a batch of observations
+    (float32) -> a batch of actions, as numpy arrays."""
+    serve = tf.saved_model.load(str(path)).signatures["serving_default"]
+
+    def policy(obs: np.ndarray) -> np.ndarray:
+        out = serve(obs=tf.constant(obs, tf.float32))
+        return next(iter(out.values())).numpy()
+
+    return policy
+
+
 def evaluate_saved(
     path: str | Path, env_id: str, episodes: int, seed: int = 0, **make_kwargs
 ) -> list[float]:
     """Plays `episodes` episodes of `env_id` with a SavedModel exported by `train`."""
-    model = tf.saved_model.load(str(path))
-    serve = model.signatures["serving_default"]
+    policy = load_policy(path)
     env = fastbatch.make(
         env_id, min(episodes, 16), seed=seed, autoreset_mode="same_step", **make_kwargs
     )
-
-    def policy(obs):
-        out = serve(obs=tf.constant(obs, tf.float32))
-        return next(iter(out.values())).numpy()
-
     returns = run_episodes(env, policy, episodes)
     env.close()
     return returns

@@ -141,6 +141,7 @@ void RegisterVectorPool(py::module_& m) {
            py::arg("terminated"), py::arg("truncated"), py::arg("final_obs"))
       .def("rollout_episodes", &PyVectorPool::RolloutEpisodes)
       .def("close", &PyVectorPool::Close)
+      .def("_abandon", &PyVectorPool::Abandon)
       .def_property_readonly("num_threads", &PyVectorPool::num_threads)
       .def_property_readonly("spec", &PyVectorPool::Spec);
 

@@ -1,5 +1,7 @@
 #include "bindings/py_vector_pool.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -62,6 +64,7 @@ PyVectorPool::PyVectorPool(const EnvType& type, int64_t num_envs, int num_thread
                            int autoreset_mode, int64_t max_episode_steps,
                            std::vector<double> params, int64_t batch_size)
     : type_(type),
+      owner_pid_(getpid()),
       pool_(MakePool(type, num_envs, num_threads, autoreset_mode, max_episode_steps,
                      std::move(params), batch_size)),
       actions_(ActionChecker::ForSpace(pool_->spec().action)),
@@ -78,6 +81,10 @@ PyVectorPool::PyVectorPool(const EnvType& type, int64_t num_envs, int num_thread
 py::dict PyVectorPool::Spec() const {
   CheckOpen();
   return SpecDict(pool_->spec(), HasV2Fields(type_.api));
+}
+
+PyVectorPool::~PyVectorPool() {
+  if (pool_ && getpid() != owner_pid_) Abandon();
 }
 
 void PyVectorPool::Seed(const std::vector<std::optional<uint64_t>>& seeds) {
@@ -239,6 +246,16 @@ void PyVectorPool::Close() {
   rollout_storage_ = py::none();
   last_obs_ = py::none();
   pool_.reset();
+}
+
+void PyVectorPool::Abandon() {
+  closing_.store(true, std::memory_order_release);
+  // Leaked on purpose: ~VectorPool would join (and the async mode stop) threads that exist
+  // only in the process that built the pool.
+  static_cast<void>(pool_.release());
+  rollout_.reset();
+  rollout_storage_ = py::none();
+  last_obs_ = py::none();
 }
 
 uintptr_t PyVectorPool::RolloutContextFor(py::array obs, py::array reward, py::array terminated,

@@ -9,6 +9,11 @@
 // Every method called after close raises ClosedError (`_core.ClosedEnvError`); close itself
 // may be called again and does nothing.
 //
+// Fork: a process forked from the one that built the pool inherits its memory but not its
+// threads, so destroying the pool there would join threads that do not exist (std::terminate).
+// In such a child `_abandon()` (and the destructor, which checks the process id) forgets the
+// pool instead: its envs and memory leak in the child and the parent's pool is untouched.
+//
 // Ownership: the pool owns its envs, its result slots (arrays handed out stay valid after
 // close) and the rollout context (rollout_abi.h) with a reference to that context's storage.
 #ifndef FASTBATCH_BINDINGS_PY_VECTOR_POOL_H_
@@ -16,6 +21,8 @@
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstdint>
@@ -59,6 +66,10 @@ class PyVectorPool {
   // smaller: async (send/recv). Raises ValueError for an argument out of range.
   PyVectorPool(const EnvType& type, int64_t num_envs, int num_threads, int autoreset_mode,
                int64_t max_episode_steps, std::vector<double> params, int64_t batch_size);
+  // In a forked child: abandons the pool (see "Fork" above) rather than joining its threads.
+  ~PyVectorPool();
+  PyVectorPool(const PyVectorPool&) = delete;
+  PyVectorPool& operator=(const PyVectorPool&) = delete;
 
   // Seeds env i with seeds[i] where given; None keeps that env's generator running.
   void Seed(const std::vector<std::optional<uint64_t>>& seeds);
@@ -83,6 +94,9 @@ class PyVectorPool {
   // The internal float64 state of env `env` (for tests and debugging).
   py::array_t<double> GetState(int64_t env);
   void Close();
+  // Closes the pool without destroying it, for a forked child (see "Fork" above): no thread is
+  // joined or woken and no env is freed. Any thread may call it; it never waits.
+  void Abandon();
 
   // A context for FastbatchRolloutStep over the given rollout storage (C-contiguous arrays of
   // shapes [T+1, N, *obs], [T, N] float32, [T, N] bool, [T, N] bool, [T, N, *obs]); returns its
@@ -104,6 +118,7 @@ class PyVectorPool {
   }
 
   EnvType type_;
+  pid_t owner_pid_;  // the process whose threads run the pool
   std::unique_ptr<VectorPool> pool_;
   ActionChecker actions_;
   ResultSlots step_slots_;            // num_envs rows: reset/step results

@@ -1,0 +1,119 @@
+"""Episodes of a policy recorded as a video file (`fastbatch eval --video FILE`).
+
+fastbatch's envs do not render: a native env is a row of numbers in a C++ batch, and the process
+backend keeps its envs in worker processes. The recorded episodes are therefore played in this
+process on gymnasium's own env of the same id, made with ``render_mode="rgb_array"``. The
+built-in native envs follow their gymnasium twins' dynamics bit for bit but draw start states
+from their own generator, so the recorded episodes are played afresh, not replayed from the
+evaluation. An env without an ``rgb_array`` renderer (a native plugin, a custom env) cannot be
+recorded, and says so.
+
+Headless: gymnasium's classic-control envs draw with pygame into an off-screen surface, so they
+record without a display (pygame comes with ``gymnasium[classic-control]``); MuJoCo envs need
+an OpenGL context (``MUJOCO_GL=egl`` or ``osmesa`` on a machine without a display).
+
+Files: ``.gif`` through Pillow (installed with matplotlib, so always there with the trainer);
+any other suffix (``.mp4``, ...) through imageio with its ffmpeg plugin
+(``pip install "imageio[ffmpeg]"``). Frames are streamed to the writer as they are drawn.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+
+from fastbatch.registry import REGISTRY
+
+__all__ = ["check_recordable", "record_video"]
+
+
+def record_video(
+    policy: Callable[[np.ndarray], np.ndarray],
+    env_id: str,
+    path: str | Path,
+    episodes: int = 1,
+    seed: int = 0,
+) -> list[float]:
+    """Plays `episodes` episodes of gymnasium's `env_id` with `policy` (a batch of float32
+    observations -> a batch of actions), writes their frames to `path`; returns their returns."""
+    env = _rendering_env(env_id)
+    returns: list[float] = []
+    try:
+        frames = _play(env, policy, episodes, seed, returns)
+        _write(frames, Path(path), fps=env.metadata.get("render_fps") or 30)
+    finally:
+        env.close()
+    return returns
+
+
+def check_recordable(env_id: str) -> None:
+    """Raises ValueError, saying why, unless `env_id` can be recorded (before a long run)."""
+    _rendering_env(env_id).close()
+
+
+def _rendering_env(env_id: str) -> gymnasium.Env:
+    name = env_id.removeprefix("fastbatch/")
+    try:
+        spec = gymnasium.spec(name)
+    except gymnasium.error.Error:
+        spec = None
+    if spec is None or spec.entry_point is None:
+        what = "a native env without a gymnasium twin" if REGISTRY.has(name) else "unknown"
+        raise ValueError(
+            f"cannot record {env_id}: fastbatch envs do not render, and the recording plays "
+            f"gymnasium's own env of that id, which is {what} to gymnasium"
+        )
+    # pygame (gymnasium's classic-control renderer) starts SDL's video and audio drivers,
+    # which rgb_array rendering (an off-screen surface) does not use; without a display or a
+    # sound server they print "XDG_RUNTIME_DIR is invalid". Yours win if set.
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    env = gymnasium.make(name, render_mode="rgb_array")
+    if env.render_mode != "rgb_array":
+        env.close()
+        raise ValueError(f"cannot record {env_id}: it has no rgb_array renderer")
+    return env
+
+
+def _play(env, policy, episodes: int, seed: int, returns: list[float]) -> Iterator[np.ndarray]:
+    """The frames of `episodes` episodes, drawn as the writer asks for them; each episode's
+    return is appended to `returns` when it ends."""
+    for k in range(episodes):
+        obs, _ = env.reset(seed=seed + k)
+        yield env.render()
+        total, done = 0.0, False
+        while not done:
+            action = policy(np.asarray(obs, dtype=np.float32)[None])[0]
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total += float(reward)
+            done = terminated or truncated
+            yield env.render()
+        returns.append(total)
+
+
+def _write(frames: Iterator[np.ndarray], path: Path, fps: float) -> None:
+    if path.suffix.lower() == ".gif":
+        from PIL import Image
+
+        # A 64-colour palette per frame: classic-control frames use a handful of colours, and
+        # the fast quantiser keeps a 500-frame episode to a few seconds.
+        images = (
+            Image.fromarray(f).quantize(colors=64, method=Image.Quantize.FASTOCTREE) for f in frames
+        )
+        first = next(images)
+        first.save(path, save_all=True, append_images=images, duration=round(1000 / fps), loop=0)
+        return
+    try:
+        import imageio.v2 as imageio
+    except ImportError:
+        raise RuntimeError(
+            f"writing a {path.suffix} video needs imageio with ffmpeg (pip install "
+            '"imageio[ffmpeg]"); a .gif file name needs only Pillow'
+        ) from None
+    with imageio.get_writer(path, fps=fps) as writer:
+        for frame in frames:
+            writer.append_data(frame)

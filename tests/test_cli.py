@@ -1,0 +1,202 @@
+"""The `fastbatch` command around a run: quiet TensorFlow start-up, progress.csv's header (and
+old files without it), strict JSON in result.json, `--resume DIR --steps N` extending a run (and
+refusing to shorten it), and `fastbatch eval --video` recording a GIF headless."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")  # installed by the test extra
+
+from fastbatch.ppo import resolve, train
+from fastbatch.ppo.train import PROGRESS_COLUMNS, _elapsed, plot_curve, read_progress
+
+HEADER = ",".join(PROGRESS_COLUMNS)
+# Lines TensorFlow's C++ side prints while starting on a CPU machine (the issue's report).
+NOISE = ("cuInit", "oneDNN", "cuda drivers", "absl::InitializeLog", "cpu_feature_guard")
+
+
+def fastbatch_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    environ.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "fastbatch", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=environ,
+    )
+
+
+def strict_json(text: str):
+    """json.loads that refuses NaN and Infinity, which are not JSON."""
+
+    def refuse(constant: str):
+        raise ValueError(f"not JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """A finished 512-step CartPole run made by `fastbatch train`."""
+    logdir = tmp_path_factory.mktemp("cli") / "run"
+    done = fastbatch_cli(
+        "train",
+        "cartpole",
+        "--steps",
+        "512",
+        "--logdir",
+        str(logdir),
+        "--quiet",
+        "--set",
+        "num_envs=4",
+        "--set",
+        "eval_episodes=2",
+    )
+    assert done.returncode == 0, done.stderr
+    return logdir, done
+
+
+def test_train_prints_no_tensorflow_startup_noise(run):
+    _, done = run
+    output = done.stdout + done.stderr
+    assert not [word for word in NOISE if word in output], output
+    assert not re.search(r"^[IWEF]\d{4} ", output, re.MULTILINE), output  # absl/TF log lines
+
+
+def test_an_explicit_tf_log_level_wins():
+    probe = "from fastbatch import cli; cli._import_trainer(); import os; print(os.environ['TF_CPP_MIN_LOG_LEVEL'])"
+    ours = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0"},
+    )
+    assert ours.stdout.strip() == "0"
+
+
+def test_progress_csv_starts_with_its_header_and_result_json_is_strict(run):
+    logdir, done = run
+    lines = (logdir / "progress.csv").read_text().splitlines()
+    assert lines[0] == HEADER == "env_steps,seconds,mean_return"
+    rows = read_progress(logdir / "progress.csv")
+    assert rows[:, 0].tolist() == [128, 256, 384, 512] and np.all(np.diff(rows[:, 1]) >= 0)
+    result = strict_json((logdir / "result.json").read_text())
+    assert result["env_steps"] == 512 and result["eval_return"] is not None
+    assert strict_json(done.stdout[done.stdout.index("{") :]) == result
+
+
+def test_resume_with_steps_extends_a_finished_run_and_refuses_to_shorten_it(run, tmp_path):
+    logdir = tmp_path / "run"
+    shutil.copytree(run[0], logdir)
+    done = fastbatch_cli("train", "--resume", str(logdir), "--steps", "1024", "--quiet")
+    assert done.returncode == 0, done.stderr
+    result = strict_json((logdir / "result.json").read_text())
+    assert result["env_steps"] == 1024 and result["updates"] == 8
+    assert json.loads((logdir / "config.json").read_text())["total_steps"] == 1024
+    lines = (logdir / "progress.csv").read_text().splitlines()
+    assert lines.count(HEADER) == 1
+    assert read_progress(logdir / "progress.csv")[:, 0].tolist() == [128 * k for k in range(1, 9)]
+    refused = fastbatch_cli("train", "--resume", str(logdir), "--steps", "256", "--quiet")
+    assert refused.returncode != 0
+    assert "has done 1024 env steps" in refused.stderr and "at least 1024" in refused.stderr
+    assert json.loads((logdir / "config.json").read_text())["total_steps"] == 1024
+
+
+def test_eval_records_episodes_as_a_gif(run, tmp_path):
+    from PIL import Image
+
+    gif = tmp_path / "episode.gif"
+    done = fastbatch_cli(
+        "eval",
+        str(run[0] / "policy"),
+        "--env",
+        "CartPole-v1",
+        "--episodes",
+        "2",
+        "--video",
+        str(gif),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "XDG_RUNTIME_DIR" not in done.stderr, done.stderr  # SDL without a display
+    out = strict_json(done.stdout)
+    assert out["episodes"] == 2 and len(out["video"]["returns"]) == 1
+    with Image.open(gif) as image:
+        assert image.size == (600, 400) and image.n_frames > 5  # identical frames merge
+
+
+def test_eval_refuses_a_video_of_an_env_that_cannot_render(run, tmp_path):
+    done = fastbatch_cli(
+        "eval",
+        str(run[0] / "policy"),
+        "--env",
+        "_TestCounter-v0",
+        "--video",
+        str(tmp_path / "x.gif"),
+    )
+    assert done.returncode != 0
+    assert "cannot record _TestCounter-v0: fastbatch envs do not render" in done.stderr
+
+
+def test_a_video_format_without_its_writer_names_what_to_install(tmp_path):
+    pytest.importorskip("PIL")
+    try:
+        import imageio  # noqa: F401
+
+        pytest.skip("imageio is installed: .mp4 files can be written")
+    except ImportError:
+        pass
+    from fastbatch.ppo.video import record_video
+
+    with pytest.raises(RuntimeError, match=r"imageio\[ffmpeg\]"):
+        record_video(lambda obs: np.zeros(len(obs), np.int64), "CartPole-v1", tmp_path / "x.mp4")
+
+
+def test_progress_files_without_the_header_still_read_and_plot(tmp_path):
+    old = tmp_path / "old"  # written before the header row existed
+    old.mkdir()
+    (old / "progress.csv").write_text("128,0.500,nan\n256,0.900,21.5000\n")
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "progress.csv").write_text(f"{HEADER}\n128,0.500,nan\n256,0.900,21.5000\n")
+    for logdir in (old, new):
+        rows = read_progress(logdir / "progress.csv")
+        assert rows.shape == (2, 3) and rows[1].tolist() == [256, 0.9, 21.5]
+        assert _elapsed(logdir) == 0.9
+        plot_curve(logdir / "progress.csv", logdir / "curve.png", resolve("cartpole"))
+        assert (logdir / "curve.png").stat().st_size > 0
+    (new / "progress.csv").write_text(f"{HEADER}\n")  # a run stopped before its first update
+    assert read_progress(new / "progress.csv").shape == (0, 3) and _elapsed(new) == 0.0
+
+
+def test_result_json_has_null_where_no_episode_ended(tmp_path):
+    # Pendulum's episodes last 200 steps; 2 updates of 4 envs x 16 steps end none of them.
+    config = resolve(
+        "Pendulum-v1",
+        total_steps=2 * 64,
+        num_envs=4,
+        rollout_steps=16,
+        minibatches=2,
+        epochs=1,
+        eval_episodes=0,
+        policy_layers=(8,),
+        value_layers=(8,),
+    )
+    result = train(config, tmp_path, progress=False)
+    written = strict_json((tmp_path / "result.json").read_text())
+    assert written["train_return"] is None and result["train_return"] is None
+    assert written["eval_return"] is None  # eval_episodes=0: not evaluated
+    assert written["env_steps"] == 128
