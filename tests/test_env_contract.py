@@ -282,7 +282,7 @@ def test_plugins_and_sources_of_version_1_keep_working(build):
         results.append((obs.copy(), [s[0].copy() for s in steps], [s[1].copy() for s in steps]))
         assert fastbatch.spec(name).param_info["force_scale"].kind == "float"
     assert fastbatch._core._load_plugin(str(v1))[0].abi_version == 1
-    assert fastbatch._core._load_plugin(str(v2))[0].abi_version == 2
+    assert fastbatch._core._load_plugin(str(v2))[0].abi_version == 3  # the current headers
     np.testing.assert_array_equal(results[0][0], results[1][0])
     np.testing.assert_array_equal(np.array(results[0][1]), np.array(results[1][1]))
     np.testing.assert_array_equal(np.array(results[0][2]), np.array(results[1][2]))
