@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "mujoco/sim.h"
+#include "sim.h"
 
 namespace fastbatch::mujoco {
 

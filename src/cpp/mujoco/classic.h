@@ -9,7 +9,7 @@
 
 #include <cmath>
 
-#include "mujoco/sim.h"
+#include "sim.h"
 
 namespace fastbatch::mujoco {
 

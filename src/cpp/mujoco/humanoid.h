@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "mujoco/sim.h"
+#include "sim.h"
 
 namespace fastbatch::mujoco {
 
@@ -166,7 +166,7 @@ class HumanoidBase {
   void GetState(double* out) const { sim_.GetState(out); }
 
  private:
-  int64_t InfoRow() const { return (kStandup ? 6 : 8) + 2 * sim_.m()->ntendon; }
+  int64_t InfoRow() const { return (kStandup ? 6 : 9) + 2 * sim_.m()->ntendon; }
 
   double Distance() const {
     const double x = sim_.qpos()[0], y = sim_.qpos()[1];

@@ -2,10 +2,10 @@
 // gymnasium 1.x's v5 locomotion and control envs in C++. Built on first use against the
 // installed mujoco wheel's headers and libmujoco by `fastbatch.mujoco` (which also passes
 // FASTBATCH_MUJOCO_ASSETS, gymnasium's asset directory) and registered from there.
-#include "mujoco/ant.h"
-#include "mujoco/classic.h"
-#include "mujoco/humanoid.h"
-#include "mujoco/planar.h"
+#include "ant.h"
+#include "classic.h"
+#include "humanoid.h"
+#include "planar.h"
 
 // Reports the mujoco version these envs were compiled against (mjVERSION_HEADER), so that the
 // loader can name both versions when the library and the installed mujoco disagree.

@@ -3,9 +3,10 @@
 // `envs/mujoco/mujoco_env.py`) that every v5 env uses: reset to (qpos, qvel) then mj_forward,
 // and `do_simulation` (ctrl = action, frame_skip x mj_step, then mj_rnePostConstraint).
 //
-// Ownership: `LoadModel` keeps one model per file while any env holds it (shared_ptr; the cache
-// holds only a weak_ptr), so every env of every pool shares it read-only, as mj_step allows. A
-// Sim owns its mjData; nothing is allocated after construction.
+// Ownership: `LoadModel` loads each file once per process and keeps the model for the process
+// (the library is never unloaded; a model is a few hundred kB), so every env of every pool
+// shares it read-only, as mj_step allows, and MuJoCo's load-time warnings print once. A Sim owns
+// its mjData; nothing is allocated after construction.
 //
 // Threading: LoadModel may be called from any thread (a mutex guards the cache). A Sim is used by
 // one thread at a time (the env contract). MuJoCo's own threading stays off: no thread pool is
@@ -53,13 +54,13 @@ inline void CheckVersion() {
   }
 }
 
-// The model of gymnasium's asset `file`, loaded once and shared while any env holds it.
+// The model of gymnasium's asset `file`, loaded once per process and shared.
 inline std::shared_ptr<const mjModel> LoadModel(const std::string& file) {
   static std::mutex mu;
-  static std::map<std::string, std::weak_ptr<const mjModel>> cache;
+  static std::map<std::string, std::shared_ptr<const mjModel>> cache;
   CheckVersion();
   std::lock_guard<std::mutex> lock(mu);
-  if (auto model = cache[file].lock()) return model;
+  if (auto model = cache[file]) return model;
   const std::string path = std::string(FASTBATCH_MUJOCO_ASSETS) + "/" + file;
   char error[1000] = "";
   mjModel* raw = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
