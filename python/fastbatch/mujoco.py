@@ -24,7 +24,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import importlib.metadata
-import importlib.util
 import numbers
 import os
 import shutil
@@ -85,23 +84,23 @@ def _sources() -> Path:
 
 def _mujoco() -> tuple[str, Path, Path]:
     """(version, include directory, libmujoco path) of the installed mujoco wheel."""
-    try:
-        version = importlib.metadata.version("mujoco")
-        spec = importlib.util.find_spec("mujoco")
-    except (importlib.metadata.PackageNotFoundError, ValueError):
-        version, spec = None, None
-    if version is None or spec is None or spec.origin is None:
+    try:  # the installed distribution, not whatever `mujoco` module sys.path finds first
+        dist = importlib.metadata.distribution("mujoco")
+    except importlib.metadata.PackageNotFoundError:
+        dist = None
+    if dist is None:
         raise MujocoUnavailableError(
             f"fastbatch's native MuJoCo envs need the mujoco package, which is not installed: "
             f"{_EXTRA} (mujoco >= {'.'.join(map(str, MIN_MUJOCO))})"
         )
+    version = dist.version
     parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
     if parts < MIN_MUJOCO:
         raise MujocoUnavailableError(
             f"fastbatch's native MuJoCo envs need mujoco >= {'.'.join(map(str, MIN_MUJOCO))}, "
             f"but mujoco {version} is installed: {_EXTRA} --upgrade"
         )
-    root = Path(spec.origin).parent
+    root = Path(dist.locate_file("mujoco"))
     libraries = sorted(root.glob("libmujoco.so*"))
     include = root / "include"
     if not libraries or not (include / "mujoco" / "mujoco.h").is_file():
@@ -114,8 +113,8 @@ def _mujoco() -> tuple[str, Path, Path]:
 
 
 def _assets() -> Path:
-    spec = importlib.util.find_spec("gymnasium")
-    assets = Path(spec.origin).parent / "envs" / "mujoco" / "assets"
+    dist = importlib.metadata.distribution("gymnasium")
+    assets = Path(dist.locate_file("gymnasium")) / "envs" / "mujoco" / "assets"
     if not (assets / "half_cheetah.xml").is_file():
         raise MujocoUnavailableError(f"gymnasium's MuJoCo assets are missing ({assets}): {_EXTRA}")
     return assets

@@ -30,7 +30,7 @@ class Ant {
         .Float("ctrl_cost_weight", 0.5)
         .Float("contact_cost_weight", 5e-4)
         .Float("healthy_reward", 1.0)
-        .Int("main_body", 1, 0, 1000)
+        .Int("main_body", 1, 0, LoadModel(kFile)->nbody - 1)  // a body index
         .Bool("terminate_when_unhealthy", true)
         .Float("healthy_z_range_low", 0.2)
         .Float("healthy_z_range_high", 1.0)
@@ -75,13 +75,7 @@ class Ant {
         noise_(p.Float("reset_noise_scale")),
         skip_(p.Bool("exclude_current_positions_from_observation") ? 2 : 0),
         include_forces_(p.Bool("include_cfrc_ext_in_observation")),
-        scratch_(static_cast<size_t>(sim_.m()->nbody) * 6) {
-    if (main_body_ >= sim_.m()->nbody) {
-      throw std::invalid_argument("Ant-v5: main_body " + std::to_string(main_body_) +
-                                  " is not a body index of ant.xml (it has " +
-                                  std::to_string(sim_.m()->nbody) + " bodies)");
-    }
-  }
+        scratch_(static_cast<size_t>(sim_.m()->nbody) * 6) {}
 
   void Reset(Rng& rng, double* obs, double* info) {
     sim_.Reset([&](double* qpos, double* qvel) {
