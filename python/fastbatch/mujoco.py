@@ -4,7 +4,8 @@ The envs (``ENV_IDS``) are one plugin library on the public env contract, whose 
 inside the package (``mujoco_src/``). :func:`build` compiles it against the installed ``mujoco``
 wheel's headers and ``libmujoco`` and gymnasium's XML assets (about 5 s), and caches it under
 ``$XDG_CACHE_HOME/fastbatch/mujoco-<mujoco>-fb-<fastbatch>-<hash>/`` (written atomically), so a
-new mujoco or fastbatch version builds its own. :func:`register` loads and registers the ids;
+new mujoco or fastbatch version builds its own. ``FASTBATCH_MUJOCO_CXXFLAGS`` adds compiler flags
+(CI's sanitizer passes build an instrumented library this way; the flags are part of the hash). :func:`register` loads and registers the ids;
 ``fastbatch.make("HalfCheetah-v5", ...)`` calls it, so the native envs replace the process
 backend for these ids whenever mujoco is installed (``backend="process"`` still runs
 gymnasium's own envs).
@@ -26,6 +27,7 @@ import hashlib
 import importlib.metadata
 import numbers
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -120,10 +122,10 @@ def _assets() -> Path:
     return assets
 
 
-def _cache_dir(version: str, inputs: list[Path], assets: Path) -> Path:
+def _cache_dir(version: str, inputs: list[Path], assets: Path, flags: list[str]) -> Path:
     import fastbatch
 
-    digest = hashlib.sha256(str(assets).encode())
+    digest = hashlib.sha256("\0".join([str(assets), *flags]).encode())
     for path in inputs:
         digest.update(path.name.encode() + path.read_bytes())
     base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
@@ -142,7 +144,8 @@ def build() -> Path:
     headers = Path(_core.__file__).parent / "include"
     inputs = [*sorted(sources.glob("*.h")), sources / "plugin.cc"]
     inputs += sorted((headers / "fastbatch").glob("*.h"))
-    target = _cache_dir(version, inputs, assets) / "fastbatch_mujoco.so"
+    flags = shlex.split(os.environ.get("FASTBATCH_MUJOCO_CXXFLAGS", ""))
+    target = _cache_dir(version, inputs, assets, flags) / "fastbatch_mujoco.so"
     if target.exists():
         return target
     compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
@@ -162,6 +165,7 @@ def build() -> Path:
         f"-I{headers}",
         f"-I{include}",
         f'-DFASTBATCH_MUJOCO_ASSETS="{assets}"',
+        *flags,
         str(sources / "plugin.cc"),
         "-o",
         str(partial),
