@@ -100,6 +100,7 @@ def test_type_mistakes_do_not_compile(tmp_path, mistake, message):
         ),
         (2, "Echo-v0: observation space has 3 low and 3 high bounds for a shape of 4 elements"),
         (3, "its spec could not be built: MakeSpec refused to build"),
+        (6, "Ramp-v0: the spec declares infos, so the env writes them: Reset\\(rng, obs, info\\)"),
     ],
 )
 def test_spec_mistakes_are_refused_at_registration(build, mistake, message):
