@@ -34,16 +34,19 @@ def numeric_info(
     if values is None:
         return infos
     rows = values.shape[0]
+    total = values.sum()
+    if total == total:  # no NaN (nothing absent): the common case, a few numpy calls in all
+        columns = values.T.copy()  # row k: value k of every env, contiguous
+        masks = np.ones((len(layout), rows), dtype=np.bool_)
+        col = 0
+        for k, (name, size) in enumerate(layout.items()):
+            infos[name] = columns[col] if size == 1 else columns[col : col + size].T.copy()
+            infos["_" + name] = masks[k]
+            col += size
+        return infos
     absent = np.isnan(values)
-    some_absent = bool(absent.any())
-    columns = values.T.copy() if not some_absent else None  # scalars become contiguous rows
     col = 0
     for name, size in layout.items():
-        if not some_absent:
-            infos[name] = columns[col] if size == 1 else values[:, col : col + size].copy()
-            infos["_" + name] = np.ones(rows, dtype=np.bool_)
-            col += size
-            continue
         block = values[:, col] if size == 1 else values[:, col : col + size]
         present = ~absent[:, col] if size == 1 else ~absent[:, col : col + size].all(axis=1)
         col += size
