@@ -100,6 +100,7 @@ def test_type_mistakes_do_not_compile(tmp_path, mistake, message):
         ),
         (2, "Echo-v0: observation space has 3 low and 3 high bounds for a shape of 4 elements"),
         (3, "its spec could not be built: MakeSpec refused to build"),
+        (6, "Ramp-v0: the spec declares infos, so the env writes them: Reset\\(rng, obs, info\\)"),
     ],
 )
 def test_spec_mistakes_are_refused_at_registration(build, mistake, message):
@@ -282,7 +283,7 @@ def test_plugins_and_sources_of_version_1_keep_working(build):
         results.append((obs.copy(), [s[0].copy() for s in steps], [s[1].copy() for s in steps]))
         assert fastbatch.spec(name).param_info["force_scale"].kind == "float"
     assert fastbatch._core._load_plugin(str(v1))[0].abi_version == 1
-    assert fastbatch._core._load_plugin(str(v2))[0].abi_version == 2
+    assert fastbatch._core._load_plugin(str(v2))[0].abi_version == 3  # the current headers
     np.testing.assert_array_equal(results[0][0], results[1][0])
     np.testing.assert_array_equal(np.array(results[0][1]), np.array(results[1][1]))
     np.testing.assert_array_equal(np.array(results[0][2]), np.array(results[1][2]))

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastbatch
+from fastbatch._infos import add_info, numeric_info
 from tests.envs import NumericInfoEnv, ScriptedEnv
 
 
@@ -112,3 +113,27 @@ def test_block_info_fast_path_equals_entry_by_entry(rows_and_types, first):
     for key in expected:
         np.testing.assert_array_equal(got[key], expected[key])
         assert got[key].dtype == expected[key].dtype
+
+
+def test_numeric_info_equals_add_info_entry_by_entry():
+    """Contract v3's info arrays: NaN is an absent value, a key absent everywhere is left out."""
+    layout = {"x": 1, "pair": 2, "gone": 1, "some": 1}
+    values = np.arange(20, dtype=np.float64).reshape(4, 5)
+    values[:, 3] = np.nan  # "gone": absent in every row
+    values[[0, 2], 4] = np.nan  # "some": absent in rows 0 and 2
+    expected: dict = {}
+    for row in range(4):
+        info = {"x": values[row, 0], "pair": values[row, 1:3].copy()}
+        if row in (1, 3):
+            info["some"] = values[row, 4]
+        expected = add_info(expected, info, row, 4)
+    present = {k: expected[k] for k in ("x", "_x", "pair", "_pair")}
+    for rows, keys, want in (
+        (values, layout, expected),
+        (values[:, :3], {"x": 1, "pair": 2}, present),
+    ):
+        got = numeric_info({}, rows.copy(), keys)  # with absent values, and without (fast path)
+        assert got.keys() == want.keys()
+        for key in want:
+            np.testing.assert_array_equal(got[key], want[key])
+            assert got[key].dtype == want[key].dtype and got[key].flags.c_contiguous

@@ -265,7 +265,7 @@ def test_config_round_trips_through_json():
     assert fastbatch.__version__
 
 
-@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "hopper"])  # hopper: float64 obs
 def test_the_rollout_op_and_the_numpy_function_path_collect_the_same_rollouts(env_id):
     from fastbatch.ppo import tf_op
 

@@ -142,6 +142,10 @@ class _VectorPool:
         """``(done, return, length, seconds)`` rows of the last step or recv (fresh arrays)."""
     def final_obs(self) -> npt.NDArray[Any]:
         """SAME_STEP mode: the final observations of the last step or recv (a fresh array)."""
+    def infos(self, which: str = "step") -> npt.NDArray[np.float64] | None:
+        """Infos (ABI 3) as a fresh [rows, info row] float64 array, None if the env declares none:
+        of the last step or recv (``"step"``), of the last reset by env (``"reset"``), or
+        SAME_STEP's final infos (``"final"``)."""
     def get_state(self, env: int) -> npt.NDArray[np.float64]:
         """The internal state of env ``env`` (tests and debugging)."""
     def rollout_context(
@@ -195,5 +199,13 @@ def _add_word(address: int, delta: int = 1) -> int:
 def _load_word(address: int) -> int:
     """The shared uint32's value."""
 
-def _native_loop_seconds(env_type: _EnvType, num_envs: int, steps: int, seed: int = 0) -> float:
-    """Seconds of ``steps`` batch steps of a one-thread pool driven by a C++ loop (bench/)."""
+def _native_loop_seconds(
+    env_type: _EnvType,
+    num_envs: int,
+    steps: int,
+    seed: int = 0,
+    num_threads: int = 1,
+    actions: npt.NDArray[np.float32] | None = None,
+) -> float:
+    """Seconds of ``steps`` batch steps of a pool on ``num_threads`` threads driven by a C++
+    loop, Box actions cycling through ``actions`` [tables, num_envs, *shape] if given (bench/)."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["add_info", "block_info", "episode_info", "merge_block_info"]
+__all__ = ["add_info", "block_info", "episode_info", "merge_block_info", "numeric_info"]
 
 
 def episode_info(done, ret, length, elapsed, stats_key: str | None) -> dict[str, Any]:
@@ -19,6 +19,42 @@ def episode_info(done, ret, length, elapsed, stats_key: str | None) -> dict[str,
     if stats_key is None:
         return {}
     return {stats_key: {"r": ret, "l": length, "t": elapsed}, "_" + stats_key: done}
+
+
+def numeric_info(
+    infos: dict[str, Any], values: np.ndarray | None, layout: dict[str, int]
+) -> dict[str, Any]:
+    """Adds a native env's numeric infos (contract version 3) to ``infos`` in gymnasium's layout.
+
+    ``values``: the fresh float64 [rows, info row] array the pool hands out (None: no infos);
+    ``layout``: name -> values per env, in row order. Each entry becomes ``infos[name]`` ([rows],
+    or [rows, size]) with its mask ``infos["_" + name]``; NaN marks an absent value (mask False,
+    value 0, as `add_info` leaves a row that lacks a key), and an entry absent in every row is left
+    out, as gymnasium does. One array per entry and step, no Python object per env."""
+    if values is None:
+        return infos
+    rows = values.shape[0]
+    total = values.sum()
+    if total == total:  # no NaN (nothing absent): the common case, a few numpy calls in all
+        columns = values.T.copy()  # row k: value k of every env, contiguous
+        masks = np.ones((len(layout), rows), dtype=np.bool_)
+        col = 0
+        for k, (name, size) in enumerate(layout.items()):
+            infos[name] = columns[col] if size == 1 else columns[col : col + size].T.copy()
+            infos["_" + name] = masks[k]
+            col += size
+        return infos
+    absent = np.isnan(values)
+    col = 0
+    for name, size in layout.items():
+        block = values[:, col] if size == 1 else values[:, col : col + size]
+        present = ~absent[:, col] if size == 1 else ~absent[:, col : col + size].all(axis=1)
+        col += size
+        if present.any():
+            keep = present if size == 1 else present[:, None]
+            infos[name] = np.where(keep, block, 0.0)
+            infos["_" + name] = present
+    return infos
 
 
 def add_info(infos: dict[str, Any], info: dict[str, Any], row: int, rows: int) -> dict[str, Any]:

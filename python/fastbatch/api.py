@@ -10,6 +10,7 @@ import gymnasium
 from fastbatch import _core
 from fastbatch._args import NAMESPACE, strip_namespace
 from fastbatch.errors import UnknownEnvError
+from fastbatch.mujoco import is_mujoco_id
 from fastbatch.native import NativeVectorEnv
 from fastbatch.registry import REGISTRY, NativeEnvSpec
 
@@ -33,7 +34,9 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
     ``env`` is a native id (``fastbatch.list_envs()``, stepped in C++ threads), any gymnasium id,
     an env factory, or a list of factories (one per env; Python envs run in worker processes).
     ``backend``: ``"native"``, ``"process"``, or None to choose: native for native ids, the
-    process backend otherwise.
+    process backend otherwise. gymnasium's MuJoCo v5 ids (``fastbatch.mujoco.ENV_IDS``) are
+    native ids when mujoco is installed: the first ``make`` of one builds and registers them
+    (see `fastbatch.mujoco`; without mujoco it raises ``MujocoUnavailableError``).
 
     ``num_workers`` (both backends): threads (native) or blocks of envs, each stepped by one
     process (process backend); default: the available cores, at most ``num_envs``.
@@ -54,6 +57,11 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
     """
     if backend not in (None, "native", "process"):
         raise ValueError(f"backend must be 'native', 'process' or None, got {backend!r}")
+    if backend != "process" and is_mujoco_id(env):
+        from fastbatch import mujoco  # builds the envs on first use
+
+        mujoco.register()
+        kwargs = mujoco.native_kwargs(env, kwargs)
     if backend == "native" or (backend is None and REGISTRY.has(env)):
         return NativeVectorEnv(env, 1 if num_envs is None else num_envs, **kwargs)
     if not isinstance(env, (str, list, tuple)) and not callable(env):

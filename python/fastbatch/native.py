@@ -13,7 +13,7 @@ from gymnasium.vector import AutoresetMode
 from fastbatch import _core
 from fastbatch._args import MODE_CODES, parse_autoreset_mode, positive_int, seed_list, worker_count
 from fastbatch._base import BatchVectorEnv
-from fastbatch._infos import add_info, episode_info
+from fastbatch._infos import add_info, episode_info, numeric_info
 from fastbatch.errors import AsyncStateError
 from fastbatch.registry import REGISTRY, spec_from_dict
 
@@ -108,6 +108,7 @@ class NativeVectorEnv(BatchVectorEnv):
             self._env_spec.action_space,
         )
         self._idle_ids = self._all_ids  # async: the envs the next send() without env_ids steps
+        self._info_layout = self._env_spec.infos  # numeric infos (contract v3), name -> size
         if seeds is not None:
             self._pool.seed(seeds)
 
@@ -118,11 +119,18 @@ class NativeVectorEnv(BatchVectorEnv):
         obs = self._pool.reset(mask)
         if mask is None:  # a full reset also drops every step in flight (async mode)
             self._idle_ids = self._all_ids
-        return obs, {}
+        if not self._info_layout:
+            return obs, {}
+        values = self._pool.infos("reset")
+        if mask is not None:
+            values[~np.asarray(mask, dtype=bool)] = np.nan  # rows not reset report nothing
+        return obs, numeric_info({}, values, self._info_layout)
 
     def _step_envs(self, actions):
         obs, reward, terminated, truncated, ended = self._pool.step(actions)
         info: dict[str, Any] = {} if ended == 0 else self._episode_info()
+        if self._info_layout:
+            numeric_info(info, self._pool.infos(), self._info_layout)
         return obs, reward, terminated, truncated, info
 
     def _send_envs(self, actions, env_ids):
@@ -142,6 +150,8 @@ class NativeVectorEnv(BatchVectorEnv):
         obs, reward, terminated, truncated, ids, ended = self._pool.recv()
         self._idle_ids = ids
         info = {} if ended == 0 else self._episode_info()
+        if self._info_layout:
+            numeric_info(info, self._pool.infos(), self._info_layout)
         info["env_id"] = ids
         return obs, reward, terminated, truncated, info
 
@@ -172,7 +182,10 @@ class NativeVectorEnv(BatchVectorEnv):
         ended = self._pool.step_into(actions, obs, reward, terminated, truncated)
         if self._disabled:
             np.logical_or(terminated, truncated, out=self._needs_reset)
-        return {} if ended == 0 else self._episode_info()
+        info = {} if ended == 0 else self._episode_info()
+        if self._info_layout:
+            numeric_info(info, self._pool.infos(), self._info_layout)
+        return info
 
     def rollout_binding(
         self,
@@ -225,6 +238,10 @@ class NativeVectorEnv(BatchVectorEnv):
             final = self._pool.final_obs()
             for i in np.flatnonzero(done):
                 info = add_info(info, {"final_obs": final[i], "final_info": {}}, int(i), len(done))
+            if self._info_layout:  # the infos of the final steps, as the env reported them
+                values = self._pool.infos("final")
+                values[~done] = np.nan
+                info["final_info"] = numeric_info({}, values, self._info_layout)
         return info
 
     def __repr__(self) -> str:

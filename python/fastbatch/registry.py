@@ -85,8 +85,9 @@ def _plain(x: float) -> str:
 class NativeEnvSpec:
     """What fastbatch knows about a native env type, read from its C++ spec: spaces, time limit
     and reward threshold for the default params, and the params (``params``: name -> default;
-    ``param_info``: what each accepts). An env whose spaces depend on its params gets them from
-    the envs `make` builds (`env.single_observation_space`)."""
+    ``param_info``: what each accepts), and its numeric infos (``infos``: name -> values per env,
+    1 for a scalar). An env whose spaces depend on its params gets them from the envs `make`
+    builds (`env.single_observation_space`)."""
 
     id: str
     observation_space: gymnasium.spaces.Space
@@ -95,6 +96,7 @@ class NativeEnvSpec:
     reward_threshold: float | None
     params: dict[str, Any] = field(default_factory=dict)
     param_info: dict[str, ParamInfo] = field(default_factory=dict)
+    infos: dict[str, int] = field(default_factory=dict)
 
     def encode_params(self, kwargs: dict[str, Any]) -> list[float]:
         """The values of every param, in declaration order, for the C ABI: `kwargs` over the
@@ -147,6 +149,7 @@ def spec_from_dict(raw: dict[str, Any], env_id: str | None = None) -> NativeEnvS
         reward_threshold=raw["reward_threshold"],
         params={name: p.default for name, p in info.items()},
         param_info=info,
+        infos={name: int(size) for name, size in raw.get("infos", {}).items()},
     )
 
 

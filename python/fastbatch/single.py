@@ -49,19 +49,34 @@ class NativeEnv(gymnasium.Env):
         super().reset(seed=seed)
         if options:
             raise ValueError(f"native envs accept no reset options, got {sorted(options)}")
-        obs, _ = self._envs.reset(seed=seed)
-        return obs[0].copy(), {}
+        obs, info = self._envs.reset(seed=seed)
+        return obs[0].copy(), _row_info(info)
 
     def step(self, action: Any):
         if self._discrete:
             batch = np.asarray([action])
         else:
             batch = np.asarray(action)[None]
-        obs, reward, terminated, truncated, _ = self._envs.step(batch)
-        return obs[0].copy(), float(reward[0]), bool(terminated[0]), bool(truncated[0]), {}
+        obs, reward, terminated, truncated, info = self._envs.step(batch)
+        return (
+            obs[0].copy(),
+            float(reward[0]),
+            bool(terminated[0]),
+            bool(truncated[0]),
+            _row_info(info),
+        )
 
     def close(self) -> None:
         self._envs.close()
 
     def __repr__(self) -> str:
         return f"NativeEnv({self._envs._env_spec.id})"
+
+
+def _row_info(info: dict[str, Any]) -> dict[str, Any]:
+    """The single env's info from a batch of one: each numeric info the env reported."""
+    return {
+        key: value[0]
+        for key, value in info.items()
+        if not key.startswith("_") and info.get("_" + key, (False,))[0]
+    }

@@ -5,6 +5,7 @@
 //   3 MakeSpec throws                                    (refused at registration)
 //   4 ObsType bool                                       (refused at compile time)
 //   5 MakeSpec(const Params&) without DeclareParams()    (refused at compile time)
+//   6 Info("x") declared, but Reset/Step take no info row (refused at registration; v3)
 #include <cstdint>
 #include <stdexcept>
 
@@ -87,6 +88,9 @@ class Ramp {
     return fastbatch::Spec("Ramp-v0")
         .Observation(fastbatch::Box({p.Int("length")}, 0.0, 1000.0))
         .Action(fastbatch::Box({1}, -1.0, 1.0))
+#if MISTAKE == 6
+        .Info("x")
+#endif
         .MaxEpisodeSteps(2 * p.Int("length"));
   }
   explicit Ramp(const fastbatch::Params& p) : length_(p.Int("length")) {}

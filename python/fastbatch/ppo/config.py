@@ -201,11 +201,13 @@ PRESETS: dict[str, PPOConfig] = {
         entropy_coef=0.005,
         init_log_std=0.0,
     ),
-    # MuJoCo locomotion through gymnasium and the process backend.
+    # MuJoCo locomotion on fastbatch's native MuJoCo envs (fastbatch.mujoco, the `mujoco` extra):
+    # gymnasium's v5 envs in C++, float64 observations, stepped by the rollout op.
     # halfcheetah: rl-baselines3-zoo's tuned HalfCheetah PPO (small initial std, ReLU 256x256,
     # small steps: 20 epochs of 64-sample minibatches at lr 2e-5), on 8 envs x 64 steps.
     "halfcheetah": PPOConfig(
         env_id="HalfCheetah-v5",
+        backend="native",
         num_envs=8,
         rollout_steps=64,
         total_steps=1_000_000,
@@ -225,6 +227,7 @@ PRESETS: dict[str, PPOConfig] = {
     ),
     "hopper": PPOConfig(
         env_id="Hopper-v5",
+        backend="native",
         num_envs=8,
         rollout_steps=256,
         total_steps=1_000_000,
@@ -235,6 +238,7 @@ PRESETS: dict[str, PPOConfig] = {
     ),
     "walker2d": PPOConfig(
         env_id="Walker2d-v5",
+        backend="native",
         num_envs=8,
         rollout_steps=256,
         total_steps=1_000_000,
@@ -245,6 +249,7 @@ PRESETS: dict[str, PPOConfig] = {
     ),
     "ant": PPOConfig(
         env_id="Ant-v5",
+        backend="native",
         num_envs=8,
         rollout_steps=256,
         total_steps=1_000_000,

@@ -136,6 +136,7 @@ void RegisterVectorPool(py::module_& m) {
            py::arg("reward"), py::arg("terminated"), py::arg("truncated"))
       .def("episode_stats", &PyVectorPool::EpisodeStats)
       .def("final_obs", &PyVectorPool::FinalObs)
+      .def("infos", &PyVectorPool::Infos, py::arg("which") = "step")
       .def("get_state", &PyVectorPool::GetState, py::arg("env"))
       .def("rollout_context", &PyVectorPool::RolloutContextFor, py::arg("obs"), py::arg("reward"),
            py::arg("terminated"), py::arg("truncated"), py::arg("final_obs"))
@@ -173,10 +174,15 @@ PYBIND11_MODULE(_core, m) {
   RegisterSharedWords(m);
   m.def(
       "_native_loop_seconds",
-      [](const fastbatch::EnvType& type, int64_t num_envs, int64_t steps, uint64_t seed) {
-        return fastbatch::NativeLoopSeconds(type.api, num_envs, steps, seed);
+      [](const fastbatch::EnvType& type, int64_t num_envs, int64_t steps, uint64_t seed,
+         int num_threads, std::optional<py::array_t<float, py::array::c_style>> actions) {
+        std::vector<float> table;
+        if (actions.has_value()) table.assign(actions->data(), actions->data() + actions->size());
+        py::gil_scoped_release release;
+        return fastbatch::NativeLoopSeconds(type.api, num_envs, steps, seed, num_threads, table);
       },
       py::arg("env_type"), py::arg("num_envs"), py::arg("steps"), py::arg("seed") = 0,
-      py::call_guard<py::gil_scoped_release>(),
-      "Seconds of `steps` batch steps of a one-thread pool driven by a C++ loop (bench/).");
+      py::arg("num_threads") = 1, py::arg("actions") = py::none(),
+      "Seconds of `steps` batch steps of a pool on `num_threads` threads driven by a C++ loop, "
+      "with Box actions cycling through `actions` [tables, num_envs, *shape] if given (bench/).");
 }

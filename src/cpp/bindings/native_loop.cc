@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <vector>
 
 #include "core/vector_pool.h"
@@ -30,11 +31,12 @@ AlignedBuffer AlignedZeros(size_t bytes) {
 
 }  // namespace
 
-double NativeLoopSeconds(const fb_env_api* api, int64_t num_envs, int64_t steps, uint64_t seed) {
+double NativeLoopSeconds(const fb_env_api* api, int64_t num_envs, int64_t steps, uint64_t seed,
+                         int num_threads, const std::vector<float>& box_actions) {
   const fb_spec* spec = api->spec();
   PoolConfig config;
   config.num_envs = num_envs;
-  config.num_threads = 1;
+  config.num_threads = num_threads;
   config.max_episode_steps = spec->max_episode_steps;
   for (int32_t i = 0; i < spec->num_params; ++i) {
     config.params.push_back(spec->params[i].default_value);
@@ -43,13 +45,19 @@ double NativeLoopSeconds(const fb_env_api* api, int64_t num_envs, int64_t steps,
   for (int64_t i = 0; i < num_envs; ++i) pool.Seed(i, seed + static_cast<uint64_t>(i));
   int64_t act_size = 1;
   for (int32_t d = 0; d < spec->action.ndim; ++d) act_size *= spec->action.shape[d];
-  constexpr int64_t kTables = 64;
-  std::vector<int64_t> discrete(static_cast<size_t>(kTables * num_envs * act_size));
+  const int64_t row = num_envs * act_size;
+  const int64_t tables = box_actions.empty() ? 64 : static_cast<int64_t>(box_actions.size()) / row;
+  if (!box_actions.empty() &&
+      (spec->action.is_discrete || tables * row != int64_t(box_actions.size()) || tables == 0)) {
+    throw std::invalid_argument(
+        "box_actions must be a float32 [tables, num_envs, *action_shape] table of Box actions");
+  }
+  std::vector<int64_t> discrete(static_cast<size_t>(tables * row));
   std::vector<float> box(discrete.size());
   fb_rng state;
   Rng::Seed(&state, seed, 1);
   Rng rng(&state);
-  for (size_t k = 0; k < discrete.size(); ++k) {
+  for (size_t k = 0; k < discrete.size() && box_actions.empty(); ++k) {
     const size_t e = k % static_cast<size_t>(act_size);
     discrete[k] = spec->action.is_discrete
                       ? static_cast<int64_t>(rng.NextU64() % static_cast<uint64_t>(spec->action.n))
@@ -58,6 +66,7 @@ double NativeLoopSeconds(const fb_env_api* api, int64_t num_envs, int64_t steps,
                  ? 0.0f
                  : static_cast<float>(rng.Uniform(spec->action.low[e], spec->action.high[e]));
   }
+  if (!box_actions.empty()) box = box_actions;
   const auto n = static_cast<size_t>(num_envs);
   AlignedBuffer obs = AlignedZeros(n * static_cast<size_t>(pool.obs_row_bytes()));
   AlignedBuffer reward = AlignedZeros(n * sizeof(float));
@@ -70,7 +79,7 @@ double NativeLoopSeconds(const fb_env_api* api, int64_t num_envs, int64_t steps,
   pool.Reset(nullptr, out.obs, nullptr);
   const auto start = std::chrono::steady_clock::now();
   for (int64_t t = 0; t < steps; ++t) {
-    const size_t offset = static_cast<size_t>((t % kTables) * num_envs * act_size);
+    const size_t offset = static_cast<size_t>((t % tables) * row);
     const void* actions = spec->action.is_discrete
                               ? static_cast<const void*>(discrete.data() + offset)
                               : static_cast<const void*>(box.data() + offset);

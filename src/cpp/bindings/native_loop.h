@@ -8,15 +8,19 @@
 #define FASTBATCH_BINDINGS_NATIVE_LOOP_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "fastbatch/abi.h"
 
 namespace fastbatch {
 
-// Steps a single-threaded pool of `num_envs` envs (default params, the spec's time limit, NEXT_STEP
-// autoreset, env i seeded with seed + i) `steps` times with actions cycling through a pre-drawn
-// table, into 64-byte-aligned buffers. Returns the seconds the steps took (reset not counted).
-double NativeLoopSeconds(const fb_env_api* api, int64_t num_envs, int64_t steps, uint64_t seed);
+// Steps a pool of `num_envs` envs on `num_threads` threads (default params, the spec's time
+// limit, NEXT_STEP autoreset, env i seeded with seed + i) `steps` times with actions cycling
+// through a pre-drawn table, into 64-byte-aligned buffers. Returns the seconds the steps took
+// (reset not counted). `box_actions` (Box actions only; may be empty): the table to cycle,
+// float32 [tables, num_envs, *action_shape], instead of one drawn here.
+double NativeLoopSeconds(const fb_env_api* api, int64_t num_envs, int64_t steps, uint64_t seed,
+                         int num_threads = 1, const std::vector<float>& box_actions = {});
 
 }  // namespace fastbatch
 

@@ -80,7 +80,7 @@ PyVectorPool::PyVectorPool(const EnvType& type, int64_t num_envs, int num_thread
 
 py::dict PyVectorPool::Spec() const {
   CheckOpen();
-  return SpecDict(pool_->spec(), HasV2Fields(type_.api));
+  return SpecDict(pool_->spec(), HasV2Fields(type_.api) ? type_.api->abi_version : 1);
 }
 
 PyVectorPool::~PyVectorPool() {
@@ -209,6 +209,30 @@ py::array PyVectorPool::FinalObs() {
   std::memcpy(out.mutable_data(), pool_->final_obs(),
               static_cast<size_t>(pool_->stats_rows() * pool_->obs_row_bytes()));
   return out;
+}
+
+py::object PyVectorPool::Infos(const std::string& which) {
+  CheckOpen();
+  const int64_t row = pool_->info_row();
+  if (row == 0) return py::none();
+  const double* src = nullptr;
+  int64_t rows = pool_->stats_rows();
+  if (which == "step") {
+    src = pool_->info();
+  } else if (which == "reset") {
+    src = pool_->reset_info();
+    rows = pool_->num_envs();
+  } else if (which == "final") {
+    if (pool_->autoreset_mode() != AutoresetMode::kSameStep) {
+      throw py::value_error("final infos are kept only in SAME_STEP autoreset mode");
+    }
+    src = pool_->final_info();
+  } else {
+    throw py::value_error("which must be 'step', 'reset' or 'final', got '" + which + "'");
+  }
+  py::array_t<double> out({static_cast<py::ssize_t>(rows), static_cast<py::ssize_t>(row)});
+  std::memcpy(out.mutable_data(), src, static_cast<size_t>(rows * row) * sizeof(double));
+  return std::move(out);
 }
 
 py::array_t<double> PyVectorPool::GetState(int64_t env) {

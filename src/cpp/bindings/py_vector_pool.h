@@ -91,6 +91,10 @@ class PyVectorPool {
   py::tuple EpisodeStats();
   // SAME_STEP only: the final observations of the last step or recv, as a fresh array.
   py::array FinalObs();
+  // Infos (ABI version 3), as fresh [rows, info row] float64 arrays, or None when the env
+  // declares none: of the last step or recv ("step"), of the envs the last reset reset, by env
+  // ("reset"), or SAME_STEP's final infos of the last step or recv ("final").
+  py::object Infos(const std::string& which);
   // The internal float64 state of env `env` (for tests and debugging).
   py::array_t<double> GetState(int64_t env);
   void Close();

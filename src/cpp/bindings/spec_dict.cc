@@ -47,9 +47,12 @@ py::dict SpaceDict(const fb_space& space) {
   return d;
 }
 
-py::dict EnvType::Spec() const { return SpecDict(*api->spec(), HasV2Fields(api)); }
+py::dict EnvType::Spec() const {
+  return SpecDict(*api->spec(), HasV2Fields(api) ? api->abi_version : 1);
+}
 
-py::dict SpecDict(const fb_spec& spec, bool v2) {
+py::dict SpecDict(const fb_spec& spec, uint32_t abi_version) {
+  const bool v2 = abi_version >= 2;
   static const char* const kKinds[] = {"float", "int", "bool", "choice"};
   py::dict d;
   d["id"] = spec.id;
@@ -73,6 +76,11 @@ py::dict SpecDict(const fb_spec& spec, bool v2) {
     params[spec.params[i].name] = p;
   }
   d["params"] = params;
+  py::dict infos;
+  for (int32_t k = 0; abi_version >= 3 && k < spec.num_infos; ++k) {
+    infos[spec.info_names[k]] = spec.info_sizes[k];
+  }
+  d["infos"] = infos;
   return d;
 }
 

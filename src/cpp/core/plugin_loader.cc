@@ -47,6 +47,13 @@ bool HasV2Fields(const fb_env_api* api) {
   return api->abi_version >= 2 && api->struct_size >= kV2ApiSize;
 }
 
+int64_t InfoRowSize(const fb_spec* spec, uint32_t abi_version) {
+  if (abi_version < 3) return 0;
+  int64_t row = 0;
+  for (int32_t k = 0; k < spec->num_infos; ++k) row += spec->info_sizes[k];
+  return row;
+}
+
 void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& origin) {
   if (spec == nullptr || spec->id == nullptr || spec->id[0] == '\0') {
     throw PluginError(origin + ": its spec has no id");
@@ -86,6 +93,22 @@ void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& 
     if (!(info.low <= spec->params[i].default_value &&
           spec->params[i].default_value <= info.high)) {
       throw PluginError(what + " has a default outside its range");
+    }
+  }
+  if (abi_version < 3) return;
+  if (spec->num_infos < 0 ||
+      (spec->num_infos > 0 && (spec->info_names == nullptr || spec->info_sizes == nullptr))) {
+    throw PluginError(origin + ": its spec declares infos but gives none");
+  }
+  std::set<std::string> infos;
+  for (int32_t k = 0; k < spec->num_infos; ++k) {
+    const char* name = spec->info_names[k];
+    if (name == nullptr || name[0] == '\0' || name[0] == '_' || !infos.insert(name).second) {
+      throw PluginError(origin + ": info " + std::to_string(k) +
+                        " has an empty, repeated or '_'-prefixed name");
+    }
+    if (spec->info_sizes[k] < 1) {
+      throw PluginError(origin + ": info '" + name + "' has a size below 1");
     }
   }
 }

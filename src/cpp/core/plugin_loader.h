@@ -9,6 +9,7 @@
 #ifndef FASTBATCH_CORE_PLUGIN_LOADER_H_
 #define FASTBATCH_CORE_PLUGIN_LOADER_H_
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,12 +34,16 @@ std::vector<const fb_env_api*> LoadPluginLibrary(const std::string& path,
 // the source in error messages. Throws PluginError.
 void ValidateApi(const fb_env_api* api, const std::string& origin);
 
-// Checks one spec (spaces, dtypes, shapes, params; param kinds and ranges from version 2 on)
+// Checks one spec (spaces, dtypes, shapes, params; param kinds and ranges from version 2 on;
+// infos from version 3 on)
 // of a table of ABI version `abi_version`. Throws PluginError.
 void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& origin);
 
 // True when a field appended in ABI version 2 may be read from `api`.
 bool HasV2Fields(const fb_env_api* api);
+
+// Doubles in one env's info row of `spec` (ABI version 3; 0 for older tables or no infos).
+int64_t InfoRowSize(const fb_spec* spec, uint32_t abi_version);
 
 }  // namespace fastbatch
 

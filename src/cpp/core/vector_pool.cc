@@ -56,6 +56,10 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   ep_time_out_.assign(n, 0.0);
   if (mode_ == AutoresetMode::kSameStep)
     final_obs_.assign(n * static_cast<size_t>(obs_row_bytes_), 0);
+  info_row_ = InfoRowSize(spec_, env_truncates_ ? api_->abi_version : 1);
+  const auto info_row = static_cast<size_t>(info_row_);
+  info_.assign(n * info_row, 0.0);
+  if (mode_ == AutoresetMode::kSameStep) final_info_.assign(n * info_row, 0.0);
   errors_.resize(static_cast<size_t>(threads));
   failed_.assign(static_cast<size_t>(threads), 0);
   ended_.assign(static_cast<size_t>(threads), 0);
@@ -79,8 +83,11 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
     recv_return_.assign(b, 0.0);
     recv_length_.assign(b, 0);
     recv_time_.assign(b, 0.0);
-    if (mode_ == AutoresetMode::kSameStep)
+    recv_info_.assign(b * info_row, 0.0);
+    if (mode_ == AutoresetMode::kSameStep) {
       recv_final_obs_.assign(b * static_cast<size_t>(obs_row_bytes_), 0);
+      recv_final_info_.assign(b * info_row, 0.0);
+    }
     num_async_threads_ = threads;  // set before any thread starts: AsyncLoop reads it
     async_threads_.reserve(static_cast<size_t>(threads));
     for (int t = 0; t < threads; ++t) async_threads_.emplace_back(&VectorPool::AsyncLoop, this);
@@ -178,6 +185,7 @@ void VectorPool::ResetRange(int range) {
   batch.obs = call_out_.obs;
   batch.reset_mask = call_mask_;
   batch.rngs = rngs_.data();
+  batch.info = info_row_ > 0 ? info_.data() : nullptr;
   if (api_->reset(block_, begin, end, &batch, &errors_[static_cast<size_t>(range)]) != 0) {
     failed_[static_cast<size_t>(range)] = 1;
     return;
@@ -247,6 +255,7 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
   batch.reset_mask = mode_ == AutoresetMode::kNextStep ? needs_reset_.data() : nullptr;
   batch.rngs = rngs_.data();
   batch.truncated = out.truncated;  // version-2 envs report their own truncation here
+  batch.info = info_row_ > 0 ? info_.data() : nullptr;  // version-3 envs write their infos
   if (api_->step(block_, begin, end, &batch, error) != 0) return -1;
   const float* reward = out.reward;
   const uint8_t* terminated = out.terminated;
@@ -282,6 +291,10 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
     if (mode_ == AutoresetMode::kSameStep) {
       std::memcpy(final_obs_.data() + i * obs_row_bytes_, obs + i * obs_row_bytes_,
                   static_cast<size_t>(obs_row_bytes_));
+      if (info_row_ > 0) {
+        std::memcpy(final_info_.data() + i * info_row_, info_.data() + i * info_row_,
+                    static_cast<size_t>(info_row_) * sizeof(double));
+      }
     } else {
       needs_reset_[k] = 1;
     }

@@ -3,7 +3,8 @@
 //
 // Buffers: the caller passes the output arrays of every call (`BatchOut`), so results can land
 // in pool-owned slots or straight in the caller's own memory. The pool owns only per-env
-// bookkeeping (RNGs, step counters, episode statistics, SAME_STEP final observations).
+// bookkeeping (RNGs, step counters, episode statistics, SAME_STEP final observations) and the
+// envs' info rows (ABI version 3), which the caller reads after each call like the statistics.
 //
 // Threading: all methods are called by one thread at a time (the Python layer guarantees it);
 // inside Reset/Step the work is split over the worker threads on disjoint env ranges.
@@ -121,6 +122,18 @@ class VectorPool {
     return last_was_recv_ ? recv_final_obs_.data() : final_obs_.data();
   }
 
+  // Infos (ABI version 3; info_row() == 0 when the env declares none). `info()`: the
+  // [stats_rows(), info_row()] rows of the last Step or Recv (for an env reset in that call,
+  // its reset info); `reset_info()`: [num_envs, info_row()] rows by env, valid after Reset for
+  // the envs it reset; `final_info()` (SAME_STEP): the last step's info of each row whose
+  // episode ended in the last Step or Recv.
+  int64_t info_row() const { return info_row_; }
+  const double* info() const { return last_was_recv_ ? recv_info_.data() : info_.data(); }
+  const double* reset_info() const { return info_.data(); }
+  const double* final_info() const {
+    return last_was_recv_ ? recv_final_info_.data() : final_info_.data();
+  }
+
   // The env's internal state (see fb_env_api.get_state); returns its size, 0 if unsupported.
   int64_t GetState(int64_t env, double* out, int64_t capacity) const;
 
@@ -162,6 +175,9 @@ class VectorPool {
   std::vector<int64_t> ep_length_out_;
   std::vector<double> ep_time_out_;
   std::vector<uint8_t> final_obs_;
+  int64_t info_row_ = 0;
+  std::vector<double> info_;        // [N, info_row_], by env; written by the envs
+  std::vector<double> final_info_;  // [N, info_row_], SAME_STEP
 
   // Per-range results of the current call.
   std::vector<fb_error> errors_;
@@ -200,6 +216,7 @@ class VectorPool {
   std::vector<fb_error> env_errors_;
   std::vector<uint8_t> env_failed_;
   std::vector<uint8_t> recv_done_, recv_final_obs_;
+  std::vector<double> recv_info_, recv_final_info_;
   std::vector<double> recv_return_, recv_time_;
   std::vector<int64_t> recv_length_;
 };

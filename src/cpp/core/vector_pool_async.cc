@@ -159,6 +159,14 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
     recv_time_[j] = ep_time_out_[k];
     if (!recv_final_obs_.empty())
       std::memcpy(recv_final_obs_.data() + j * row, final_obs_.data() + k * row, row);
+    if (info_row_ > 0) {
+      const auto info = static_cast<size_t>(info_row_);
+      std::memcpy(recv_info_.data() + j * info, info_.data() + k * info, info * sizeof(double));
+      if (!recv_final_info_.empty()) {
+        std::memcpy(recv_final_info_.data() + j * info, final_info_.data() + k * info,
+                    info * sizeof(double));
+      }
+    }
     ended += done_[k];
     in_flight_[k] = 0;
     if (env_failed_[k] && failed < 0) failed = static_cast<int64_t>(k);

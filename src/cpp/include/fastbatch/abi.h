@@ -1,4 +1,4 @@
-/* fastbatch native env ABI, version 2.
+/* fastbatch native env ABI, version 3.
  *
  * The C-level contract between the fastbatch pool and an env implementation. Built-in envs and
  * out-of-tree plugins both reach the pool through one `fb_env_api` table, so a plugin is exactly
@@ -21,6 +21,13 @@
  * of the appended fields from them: their params are floats without bounds, their spaces do not
  * depend on params, and they never report truncation. A reader checks `abi_version` (and
  * `struct_size`) before touching an appended field.
+ *
+ * Version 3 appends the info channel: `fb_spec.num_infos/info_names/info_sizes` declare named
+ * float64 values an env reports with every reset and step (gymnasium's numeric `info` entries,
+ * e.g. MuJoCo's `x_velocity`), and `fb_batch.info` is the [num_envs, info row] array it writes
+ * them to. A version-3 table is only ever called by a pool that fills `fb_batch.info` (older
+ * pools refuse a table newer than themselves), and a pool reads the info fields of a spec only
+ * from a table of version 3 or later.
  */
 #ifndef FASTBATCH_ABI_H_
 #define FASTBATCH_ABI_H_
@@ -31,7 +38,7 @@
 extern "C" {
 #endif
 
-#define FASTBATCH_ABI_VERSION 2u
+#define FASTBATCH_ABI_VERSION 3u
 #define FASTBATCH_ABI_MIN_VERSION 1u /* the oldest version this fastbatch still loads */
 #define FASTBATCH_MAX_NDIM 4
 #define FASTBATCH_ERROR_LEN 512
@@ -92,6 +99,13 @@ typedef struct fb_spec {
   const fb_param* params;
   /* Version 2: `num_params` entries describing each param, or NULL (all FLOAT, unbounded). */
   const fb_param_info* param_info;
+  /* Version 3: the info channel. `num_infos` named entries; entry k holds `info_sizes[k]` float64
+   * values (1: a scalar, gymnasium's info[name][i]; more: a vector, info[name][i, :]). An env's
+   * info row is the entries' values one after another, `sum(info_sizes)` doubles. A value of NaN
+   * means "absent" (e.g. an entry that a reset does not report). */
+  int32_t num_infos;
+  const char* const* info_names;
+  const int32_t* info_sizes;
 } fb_spec;
 
 /* Per-env random state (xoshiro256**), owned and seeded by the pool from (seed, env index). */
@@ -119,6 +133,9 @@ typedef struct fb_batch {
   fb_rng* rngs;              /* [num_envs] */
   uint8_t* truncated;        /* [num_envs], 0 or 1 (version 2): the env ended its episode itself
                                 without terminating; the pool adds its own time limit */
+  double* info;              /* [num_envs, info row] (version 3; NULL when the spec declares no
+                                infos): `reset` and `step` write the row of every env they reset
+                                or step (see fb_spec.num_infos) */
 } fb_batch;
 
 typedef struct fb_env_api {

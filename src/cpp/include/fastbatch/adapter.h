@@ -58,6 +58,23 @@ struct DeclaresParams : std::false_type {};
 template <typename E>
 struct DeclaresParams<E, std::void_t<decltype(E::DeclareParams())>> : std::true_type {};
 
+// An env that writes infos (ABI version 3) takes an info row in Reset and Step.
+template <typename E, typename = void>
+struct WritesInfo : std::false_type {};
+template <typename E>
+struct WritesInfo<
+    E, std::void_t<decltype(std::declval<E&>().Reset(
+           std::declval<Rng&>(), std::declval<typename E::ObsType*>(), std::declval<double*>()))>>
+    : std::true_type {};
+
+// The info row of env i, or (when the pool asks for none) a scratch row of this thread.
+inline double* InfoRow(const fb_batch* batch, int64_t i, int64_t row) {
+  if (batch->info != nullptr) return batch->info + i * row;
+  thread_local std::vector<double> scratch;
+  if (static_cast<int64_t>(scratch.size()) < row) scratch.resize(static_cast<size_t>(row));
+  return scratch.data();
+}
+
 template <typename E, typename = void>
 struct HasState : std::false_type {};
 template <typename E>
@@ -77,6 +94,7 @@ struct Adapter {
                 "ActionType must be an integer type (Discrete actions) or float/double (Box)");
   static constexpr bool kDiscrete = std::is_integral_v<Act>;
   static constexpr bool kSpecFromParams = TakesParams<E>::value;
+  static constexpr bool kWritesInfo = WritesInfo<E>::value;
   static_assert(!kSpecFromParams || DeclaresParams<E>::value,
                 "an env whose MakeSpec(const fastbatch::Params&) reads params declares them in "
                 "`static fastbatch::ParamList DeclareParams()`");
@@ -125,6 +143,16 @@ struct Adapter {
       }
     } else {
       Resolve(spec.action(), DTypeOf<Act>(), spec.id() + ": the action space", "ActionType");
+    }
+    if (!spec.infos().empty() && !kWritesInfo) {
+      throw std::invalid_argument(spec.id() +
+                                  ": the spec declares infos, so the env writes them: "
+                                  "Reset(rng, obs, info) and Step(action, obs, info)");
+    }
+    if (spec.infos().empty() && kWritesInfo) {
+      throw std::invalid_argument(spec.id() +
+                                  ": Reset/Step take an info row but the spec declares no "
+                                  "Info(name)");
     }
     spec.Check();
     return spec;
@@ -177,6 +205,7 @@ struct Adapter {
     std::vector<E> envs;
     int64_t obs_size = 1;
     int64_t act_size = 1;
+    int64_t info_row = 0;  // doubles of one env's info row (ABI version 3)
   };
 
   static void* Create(int64_t count, const double* values, fb_error* error) {
@@ -196,6 +225,9 @@ struct Adapter {
       }
       for (int32_t d = 0; d < block->view->action.ndim; ++d) {
         block->act_size *= block->view->action.shape[d];
+      }
+      for (int32_t k = 0; k < block->view->num_infos; ++k) {
+        block->info_row += block->view->info_sizes[k];
       }
       block->envs.reserve(static_cast<size_t>(count));
       for (int64_t i = 0; i < count; ++i) block->envs.emplace_back(params);
@@ -221,7 +253,12 @@ struct Adapter {
       for (; i < end; ++i) {
         if (batch->reset_mask != nullptr && batch->reset_mask[i] == 0) continue;
         Rng rng(&batch->rngs[i]);
-        block->envs[static_cast<size_t>(i)].Reset(rng, obs + i * block->obs_size);
+        E& env = block->envs[static_cast<size_t>(i)];
+        if constexpr (kWritesInfo) {
+          env.Reset(rng, obs + i * block->obs_size, InfoRow(batch, i, block->info_row));
+        } else {
+          env.Reset(rng, obs + i * block->obs_size);
+        }
       }
       return 0;
     } catch (const std::exception& e) {
@@ -244,14 +281,26 @@ struct Adapter {
         StepResult r{0.0, false, false};
         if (batch->reset_mask != nullptr && batch->reset_mask[i] != 0) {
           Rng rng(&batch->rngs[i]);
-          env.Reset(rng, row);
+          if constexpr (kWritesInfo) {
+            env.Reset(rng, row, InfoRow(batch, i, block->info_row));
+          } else {
+            env.Reset(rng, row);
+          }
         } else if constexpr (kDiscrete) {
           // Discrete actions travel as int64 whatever the env's integer ActionType.
           const auto* actions = static_cast<const int64_t*>(batch->actions);
-          r = env.Step(static_cast<Act>(actions[i]), row);
+          if constexpr (kWritesInfo) {
+            r = env.Step(static_cast<Act>(actions[i]), row, InfoRow(batch, i, block->info_row));
+          } else {
+            r = env.Step(static_cast<Act>(actions[i]), row);
+          }
         } else {
-          const auto* actions = static_cast<const Act*>(batch->actions);
-          r = env.Step(actions + i * block->act_size, row);
+          const auto* actions = static_cast<const Act*>(batch->actions) + i * block->act_size;
+          if constexpr (kWritesInfo) {
+            r = env.Step(actions, row, InfoRow(batch, i, block->info_row));
+          } else {
+            r = env.Step(actions, row);
+          }
         }
         batch->reward[i] = static_cast<float>(r.reward);
         batch->terminated[i] = r.terminated ? 1 : 0;

@@ -1,4 +1,4 @@
-// fastbatch native env contract, version 2 (header-only, public).
+// fastbatch native env contract, version 3 (header-only, public).
 //
 // An env is a small C++ class:
 //
@@ -41,6 +41,17 @@
 // (a default-constructed Rng member is a placeholder until then). Exceptions thrown by
 // `MakeSpec`/`Reset`/`Step`/the constructor are caught at the ABI boundary and re-raised in
 // Python (naming the env index where there is one).
+//
+// Infos (version 3): numeric per-step values that reach Python as gymnasium's vector infos
+// (`info[name]`, an [N] or [N, size] float64 array, with its `_name` mask), without a Python
+// object per env. Declare them in the spec, `.Info("x_velocity").Info("tendon_length", 2)`, and
+// take the env's info row (the entries' values one after another) in Reset and Step:
+//
+//     void Reset(fastbatch::Rng& rng, ObsType* obs, double* info);
+//     fastbatch::StepResult Step(const ActionType* action, ObsType* obs, double* info);
+//
+// Every Reset and Step writes the whole row; NaN marks an entry as absent (gymnasium's reset info
+// usually has fewer keys than its step info): its mask is False and its value 0 in Python.
 //
 // Exporting from a plugin shared library (in one .cc file): `FASTBATCH_EXPORT_ENV(MyEnv)`, or
 // `FASTBATCH_EXPORT_ENVS(MyEnv, OtherEnv, ...)` for several envs in one library. Results are

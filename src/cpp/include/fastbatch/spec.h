@@ -218,7 +218,13 @@ class Params {
   const double* values_;
 };
 
-// An env's description: id, spaces, time limit, reward threshold, params.
+// A named per-step info entry (ABI version 3): `size` float64 values in each env's info row.
+struct InfoDecl {
+  std::string name;
+  int32_t size = 1;
+};
+
+// An env's description: id, spaces, time limit, reward threshold, params, infos.
 class Spec {
  public:
   explicit Spec(std::string id) : id_(std::move(id)) {}
@@ -263,6 +269,20 @@ class Spec {
     params_.Choice(std::move(name), std::move(choices), default_value);
     return *this;
   }
+  // A numeric info entry the env writes with every reset and step: `size` float64 values (1: a
+  // scalar) in its info row, after the entries declared before it. See env.h, "Infos".
+  Spec& Info(std::string name, int32_t size = 1) {
+    if (name.empty() || name[0] == '_') {
+      throw std::invalid_argument(id_ + ": an info name must be non-empty and not start with '_'");
+    }
+    if (size < 1) throw std::invalid_argument(id_ + ": info '" + name + "' needs a size >= 1");
+    for (const InfoDecl& d : infos_) {
+      if (d.name == name)
+        throw std::invalid_argument(id_ + ": info '" + name + "' is declared twice");
+    }
+    infos_.push_back({std::move(name), size});
+    return *this;
+  }
   // Replaces every declared param (the adapter installs an env's DeclareParams() this way).
   Spec& SetParams(ParamList list) {
     params_ = std::move(list);
@@ -271,6 +291,13 @@ class Spec {
 
   const std::string& id() const { return id_; }
   const ParamList& params() const { return params_; }
+  const std::vector<InfoDecl>& infos() const { return infos_; }
+  // Doubles in one env's info row: the sizes of every info entry, summed.
+  int64_t info_row() const {
+    int64_t row = 0;
+    for (const InfoDecl& d : infos_) row += d.size;
+    return row;
+  }
   Space& observation() { return observation_; }
   Space& action() { return action_; }
 
@@ -306,6 +333,15 @@ class Spec {
     view_.num_params = static_cast<int32_t>(params_view_.size());
     view_.params = params_view_.data();
     view_.param_info = info_view_.data();
+    info_names_view_.clear();
+    info_sizes_view_.clear();
+    for (const InfoDecl& d : infos_) {
+      info_names_view_.push_back(d.name.c_str());
+      info_sizes_view_.push_back(d.size);
+    }
+    view_.num_infos = static_cast<int32_t>(infos_.size());
+    view_.info_names = info_names_view_.data();
+    view_.info_sizes = info_sizes_view_.data();
     return &view_;
   }
 
@@ -348,7 +384,10 @@ class Spec {
   bool has_reward_threshold_ = false;
   double reward_threshold_ = 0.0;
   ParamList params_;
+  std::vector<InfoDecl> infos_;
   std::vector<fb_param> params_view_;
+  std::vector<const char*> info_names_view_;
+  std::vector<int32_t> info_sizes_view_;
   std::vector<fb_param_info> info_view_;
   std::vector<std::vector<const char*>> choice_view_;
   fb_spec view_{};

@@ -1,0 +1,231 @@
+"""fastbatch's native MuJoCo envs: gymnasium 1.x's v5 envs in C++, built on first use.
+
+The envs (``ENV_IDS``) are one plugin library on the public env contract, whose C++ sources ship
+inside the package (``mujoco_src/``). :func:`build` compiles it against the installed ``mujoco``
+wheel's headers and ``libmujoco`` and gymnasium's XML assets (about 5 s), and caches it under
+``$XDG_CACHE_HOME/fastbatch/mujoco-<mujoco>-fb-<fastbatch>-<hash>/`` (written atomically), so a
+new mujoco or fastbatch version builds its own. ``FASTBATCH_MUJOCO_CXXFLAGS`` adds compiler flags
+(CI's sanitizer passes build an instrumented library this way; the flags are part of the hash). :func:`register` loads and registers the ids;
+``fastbatch.make("HalfCheetah-v5", ...)`` calls it, so the native envs replace the process
+backend for these ids whenever mujoco is installed (``backend="process"`` still runs
+gymnasium's own envs).
+
+A missing mujoco, one older than ``MIN_MUJOCO``, or a library built against another mujoco than
+the one installed raises :class:`MujocoUnavailableError` naming the ``mujoco`` extra and both
+versions, never a crash.
+
+Kwargs are gymnasium's v5 kwargs, checked as typed params (``ValueError``/``TypeError`` naming
+the param). A ``(low, high)`` range kwarg such as ``healthy_z_range`` becomes two params,
+``healthy_z_range_low`` and ``healthy_z_range_high``; ``make`` accepts either spelling.
+``xml_file`` and the rendering kwargs are not supported.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.metadata
+import numbers
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from fastbatch import _core
+from fastbatch._args import strip_namespace
+
+__all__ = [
+    "ENV_IDS",
+    "MIN_MUJOCO",
+    "MujocoUnavailableError",
+    "build",
+    "is_mujoco_id",
+    "native_kwargs",
+    "register",
+]
+
+ENV_IDS = (
+    "Ant-v5",
+    "HalfCheetah-v5",
+    "Hopper-v5",
+    "Humanoid-v5",
+    "HumanoidStandup-v5",
+    "InvertedDoublePendulum-v5",
+    "InvertedPendulum-v5",
+    "Pusher-v5",
+    "Reacher-v5",
+    "Swimmer-v5",
+    "Walker2d-v5",
+)
+MIN_MUJOCO = (3, 0)
+_EXTRA = "pip install 'fastbatch[mujoco]'"
+_LOCK = threading.Lock()
+_registered: list[str] = []
+
+
+class MujocoUnavailableError(ImportError):
+    """The native MuJoCo envs cannot run here: mujoco is missing, too old, or not the version
+    they were built against (the message names the versions and the extra to install)."""
+
+
+def is_mujoco_id(env_id: Any) -> bool:
+    """True for the id of a native MuJoCo env (with or without the ``fastbatch/`` prefix)."""
+    return isinstance(env_id, str) and strip_namespace(env_id) in ENV_IDS
+
+
+def _sources() -> Path:
+    installed = Path(_core.__file__).parent / "mujoco_src"  # installed beside the extension
+    if installed.is_dir():
+        return installed
+    return Path(__file__).resolve().parents[2] / "src" / "cpp" / "mujoco"  # a source tree
+
+
+def _mujoco() -> tuple[str, Path, Path]:
+    """(version, include directory, libmujoco path) of the installed mujoco wheel."""
+    try:  # the installed distribution, not whatever `mujoco` module sys.path finds first
+        dist = importlib.metadata.distribution("mujoco")
+    except importlib.metadata.PackageNotFoundError:
+        dist = None
+    if dist is None:
+        raise MujocoUnavailableError(
+            f"fastbatch's native MuJoCo envs need the mujoco package, which is not installed: "
+            f"{_EXTRA} (mujoco >= {'.'.join(map(str, MIN_MUJOCO))})"
+        )
+    version = dist.version
+    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    if parts < MIN_MUJOCO:
+        raise MujocoUnavailableError(
+            f"fastbatch's native MuJoCo envs need mujoco >= {'.'.join(map(str, MIN_MUJOCO))}, "
+            f"but mujoco {version} is installed: {_EXTRA} --upgrade"
+        )
+    root = Path(dist.locate_file("mujoco"))
+    libraries = sorted(root.glob("libmujoco.so*"))
+    include = root / "include"
+    if not libraries or not (include / "mujoco" / "mujoco.h").is_file():
+        raise MujocoUnavailableError(
+            f"the mujoco {version} package at {root} ships no libmujoco.so and C headers; "
+            f"reinstall it: {_EXTRA} --force-reinstall"
+        )
+    exact = [p for p in libraries if p.name == f"libmujoco.so.{version}"]
+    return version, include, (exact or libraries)[-1]
+
+
+def _assets() -> Path:
+    dist = importlib.metadata.distribution("gymnasium")
+    assets = Path(dist.locate_file("gymnasium")) / "envs" / "mujoco" / "assets"
+    if not (assets / "half_cheetah.xml").is_file():
+        raise MujocoUnavailableError(f"gymnasium's MuJoCo assets are missing ({assets}): {_EXTRA}")
+    return assets
+
+
+def _cache_dir(version: str, inputs: list[Path], assets: Path, flags: list[str]) -> Path:
+    import fastbatch
+
+    digest = hashlib.sha256("\0".join([str(assets), *flags]).encode())
+    for path in inputs:
+        digest.update(path.name.encode() + path.read_bytes())
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    name = f"mujoco-{version}-fb-{fastbatch.__version__}-{digest.hexdigest()[:12]}"
+    return base / "fastbatch" / name
+
+
+def build() -> Path:
+    """Compiles the MuJoCo env library if it is not cached; returns its path.
+
+    Raises MujocoUnavailableError (no usable mujoco) or RuntimeError (no compiler, or the build
+    failed, with the compiler's message)."""
+    version, include, library = _mujoco()
+    assets = _assets()
+    sources = _sources()
+    headers = Path(_core.__file__).parent / "include"
+    inputs = [*sorted(sources.glob("*.h")), sources / "plugin.cc"]
+    inputs += sorted((headers / "fastbatch").glob("*.h"))
+    flags = shlex.split(os.environ.get("FASTBATCH_MUJOCO_CXXFLAGS", ""))
+    target = _cache_dir(version, inputs, assets, flags) / "fastbatch_mujoco.so"
+    if target.exists():
+        return target
+    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    if compiler is None:
+        raise RuntimeError("building fastbatch's MuJoCo envs needs a C++ compiler (set CXX)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".so", delete=False) as tmp:
+        partial = Path(tmp.name)
+    cmd = [
+        compiler,
+        "-std=c++17",
+        "-O2",
+        "-shared",
+        "-fPIC",
+        "-ffp-contract=off",  # gymnasium's float64 arithmetic, operation by operation
+        "-fno-fast-math",
+        f"-I{headers}",
+        f"-I{include}",
+        f'-DFASTBATCH_MUJOCO_ASSETS="{assets}"',
+        *flags,
+        str(sources / "plugin.cc"),
+        "-o",
+        str(partial),
+        f"-L{library.parent}",
+        f"-l:{library.name}",
+        f"-Wl,-rpath,{library.parent}",
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        partial.unlink(missing_ok=True)
+        raise RuntimeError(f"compiling fastbatch's MuJoCo envs failed:\n{done.stderr[-3000:]}")
+    os.replace(partial, target)  # atomic: concurrent builders agree on one file
+    return target
+
+
+def _version_name(code: int) -> str:
+    return f"{code // 1000000}.{code // 1000 % 1000}.{code % 1000}"
+
+
+def register() -> list[str]:
+    """Builds (if needed), loads and registers the native MuJoCo envs; returns their ids.
+
+    Idempotent. Afterwards ``fastbatch.make``, ``gymnasium.make("fastbatch/<id>")`` and
+    ``fastbatch.list_envs()`` know them."""
+    from fastbatch.plugins import register_native_env
+
+    with _LOCK:
+        if _registered:
+            return list(_registered)
+        version, _, _ = _mujoco()
+        path = build()
+        built = _version_name(ctypes.CDLL(str(path)).fastbatch_mujoco_header_version())
+        if built != version:
+            raise MujocoUnavailableError(
+                f"fastbatch's MuJoCo envs at {path} were built against mujoco {built}, but "
+                f"mujoco {version} is installed: {_EXTRA} (or delete that file to rebuild)"
+            )
+        ids = register_native_env(None, path, replace=True)
+        _registered.extend(ids)
+        return list(ids)
+
+
+def native_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with each ``(low, high)`` range kwarg of gymnasium (``healthy_z_range=(a, b)``)
+    split into the env's two params (``healthy_z_range_low``, ``healthy_z_range_high``).
+    ValueError naming the kwarg for a value that is not two numbers with low <= high."""
+    from fastbatch.registry import REGISTRY
+
+    params = REGISTRY.resolve(env_id)[1].params
+    out = dict(kwargs)
+    for name, value in kwargs.items():
+        if name in params or f"{name}_low" not in params:
+            continue
+        ok = isinstance(value, (tuple, list)) and len(value) == 2
+        ok = ok and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in value)
+        if not ok or not float(value[0]) <= float(value[1]):
+            raise ValueError(
+                f"{strip_namespace(env_id)} parameter {name!r} must be a pair (low, high) of "
+                f"numbers with low <= high, got {value!r}"
+            )
+        del out[name]
+        out[f"{name}_low"], out[f"{name}_high"] = float(value[0]), float(value[1])
+    return out

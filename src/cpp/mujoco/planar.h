@@ -1,0 +1,311 @@
+// The planar locomotion envs of gymnasium 1.x, version 5: HalfCheetah-v5
+// (`envs/mujoco/half_cheetah_v5.py`), Hopper-v5 (`hopper_v5.py`), Walker2d-v5
+// (`walker2d_v5.py`) and Swimmer-v5 (`swimmer_v5.py`), on gymnasium's XML assets. Same
+// frame_skip, float64 observation layout, rewards (float32 control costs, as numpy computes them
+// for a float32 action), health and termination rules, reset-noise distributions, info keys and
+// constructor kwargs (a (low, high) range kwarg is two params, `<name>_low` and `<name>_high`).
+#ifndef FASTBATCH_MUJOCO_PLANAR_H_
+#define FASTBATCH_MUJOCO_PLANAR_H_
+
+#include <cmath>
+
+#include "sim.h"
+
+namespace fastbatch::mujoco {
+
+// HalfCheetah-v5: run forward; never terminates.
+class HalfCheetah {
+ public:
+  using ObsType = double;
+  using ActionType = float;
+  static constexpr const char* kFile = "half_cheetah.xml";
+  static constexpr int64_t kStateSize = 18;  // nq 9 + nv 9
+
+  static ParamList DeclareParams() {
+    return ParamList()
+        .Int("frame_skip", 5, 1, 1000)
+        .Float("forward_reward_weight", 1.0)
+        .Float("ctrl_cost_weight", 0.1)
+        .Float("reset_noise_scale", 0.1, 0.0)
+        .Bool("exclude_current_positions_from_observation", true);
+  }
+  static Spec MakeSpec(const Params& p) {
+    const auto model = LoadModel(kFile);
+    const int64_t size =
+        model->nq + model->nv - p.Bool("exclude_current_positions_from_observation");
+    return Spec("HalfCheetah-v5")
+        .Observation(Box({size}, -kInf, kInf))
+        .Action(Sim::ActionSpace(kFile))
+        .MaxEpisodeSteps(1000)
+        .RewardThreshold(4800.0)
+        .Info("x_position")
+        .Info("x_velocity")
+        .Info("reward_forward")
+        .Info("reward_ctrl");
+  }
+
+  explicit HalfCheetah(const Params& p)
+      : sim_(kFile, static_cast<int>(p.Int("frame_skip")), false, kStateSize),
+        forward_weight_(p.Float("forward_reward_weight")),
+        ctrl_weight_(static_cast<float>(p.Float("ctrl_cost_weight"))),
+        noise_(p.Float("reset_noise_scale")),
+        skip_(p.Bool("exclude_current_positions_from_observation") ? 1 : 0) {}
+
+  void Reset(Rng& rng, double* obs, double* info) {
+    sim_.Reset([&](double* qpos, double* qvel) {
+      for (int k = 0; k < sim_.nq(); ++k)
+        qpos[k] = sim_.init_qpos()[k] + rng.Uniform(-noise_, noise_);
+      for (int k = 0; k < sim_.nv(); ++k) qvel[k] = noise_ * StandardNormal(rng);
+    });
+    WriteObs(obs);
+    info[0] = sim_.qpos()[0];
+    info[1] = info[2] = info[3] = kNaN;
+  }
+
+  StepResult Step(const float* action, double* obs, double* info) {
+    const double x_before = sim_.qpos()[0];
+    sim_.Step(action);
+    const double x_after = sim_.qpos()[0];
+    const double x_velocity = (x_after - x_before) / sim_.dt();
+    WriteObs(obs);
+    const double forward = forward_weight_ * x_velocity;
+    const float ctrl_cost = ctrl_weight_ * SquaredSum(action, sim_.nu());
+    info[0] = x_after;
+    info[1] = x_velocity;
+    info[2] = forward;
+    info[3] = -static_cast<double>(ctrl_cost);
+    return {forward - static_cast<double>(ctrl_cost), false};
+  }
+
+  void GetState(double* out) const { sim_.GetState(out); }
+
+ private:
+  void WriteObs(double* obs) const {
+    obs = Copy(sim_.qpos() + skip_, sim_.nq() - skip_, obs);
+    Copy(sim_.qvel(), sim_.nv(), obs);
+  }
+
+  Sim sim_;
+  double forward_weight_;
+  float ctrl_weight_;
+  double noise_;
+  int skip_;
+};
+
+// Hopper-v5 and Walker2d-v5: hop or walk forward while healthy (z and torso angle in range;
+// Hopper also every state entry but x and z); velocities clipped to [-10, 10] in the
+// observation; uniform reset noise.
+template <bool kHopper>
+class Biped {
+ public:
+  using ObsType = double;
+  using ActionType = float;
+  static constexpr const char* kFile = kHopper ? "hopper.xml" : "walker2d_v5.xml";
+  static constexpr int64_t kStateSize = kHopper ? 12 : 18;
+
+  static ParamList DeclareParams() {
+    ParamList list;
+    list.Int("frame_skip", 4, 1, 1000)
+        .Float("forward_reward_weight", 1.0)
+        .Float("ctrl_cost_weight", 1e-3)
+        .Float("healthy_reward", 1.0)
+        .Bool("terminate_when_unhealthy", true);
+    if (kHopper)
+      list.Float("healthy_state_range_low", -100.0).Float("healthy_state_range_high", 100.0);
+    list.Float("healthy_z_range_low", kHopper ? 0.7 : 0.8)
+        .Float("healthy_z_range_high", kHopper ? kInf : 2.0)
+        .Float("healthy_angle_range_low", kHopper ? -0.2 : -1.0)
+        .Float("healthy_angle_range_high", kHopper ? 0.2 : 1.0)
+        .Float("reset_noise_scale", 5e-3, 0.0)
+        .Bool("exclude_current_positions_from_observation", true);
+    return list;
+  }
+  static Spec MakeSpec(const Params& p) {
+    const auto model = LoadModel(kFile);
+    const int64_t size =
+        model->nq + model->nv - p.Bool("exclude_current_positions_from_observation");
+    Spec spec(kHopper ? "Hopper-v5" : "Walker2d-v5");
+    spec.Observation(Box({size}, -kInf, kInf))
+        .Action(Sim::ActionSpace(kFile))
+        .MaxEpisodeSteps(1000);
+    if (kHopper) spec.RewardThreshold(3800.0);
+    return spec.Info("x_position")
+        .Info("z_distance_from_origin")
+        .Info("x_velocity")
+        .Info("reward_forward")
+        .Info("reward_ctrl")
+        .Info("reward_survive");
+  }
+
+  explicit Biped(const Params& p)
+      : sim_(kFile, static_cast<int>(p.Int("frame_skip")), false, kStateSize),
+        forward_weight_(p.Float("forward_reward_weight")),
+        ctrl_weight_(static_cast<float>(p.Float("ctrl_cost_weight"))),
+        healthy_reward_(p.Float("healthy_reward")),
+        terminate_(p.Bool("terminate_when_unhealthy")),
+        state_low_(kHopper ? p.Float("healthy_state_range_low") : 0.0),
+        state_high_(kHopper ? p.Float("healthy_state_range_high") : 0.0),
+        z_low_(p.Float("healthy_z_range_low")),
+        z_high_(p.Float("healthy_z_range_high")),
+        angle_low_(p.Float("healthy_angle_range_low")),
+        angle_high_(p.Float("healthy_angle_range_high")),
+        noise_(p.Float("reset_noise_scale")),
+        skip_(p.Bool("exclude_current_positions_from_observation") ? 1 : 0) {}
+
+  void Reset(Rng& rng, double* obs, double* info) {
+    sim_.Reset([&](double* qpos, double* qvel) {
+      for (int k = 0; k < sim_.nq(); ++k)
+        qpos[k] = sim_.init_qpos()[k] + rng.Uniform(-noise_, noise_);
+      for (int k = 0; k < sim_.nv(); ++k) qvel[k] = rng.Uniform(-noise_, noise_);
+    });
+    WriteObs(obs);
+    info[0] = sim_.qpos()[0];
+    info[1] = sim_.qpos()[1] - sim_.init_qpos()[1];
+    info[2] = info[3] = info[4] = info[5] = kNaN;
+  }
+
+  StepResult Step(const float* action, double* obs, double* info) {
+    const double x_before = sim_.qpos()[0];
+    sim_.Step(action);
+    const double x_after = sim_.qpos()[0];
+    const double x_velocity = (x_after - x_before) / sim_.dt();
+    WriteObs(obs);
+    const double forward = forward_weight_ * x_velocity;
+    const bool healthy = Healthy();
+    const double survive = healthy ? healthy_reward_ : 0.0;
+    const float ctrl_cost = ctrl_weight_ * SquaredSum(action, sim_.nu());
+    info[0] = x_after;
+    info[1] = sim_.qpos()[1] - sim_.init_qpos()[1];
+    info[2] = x_velocity;
+    info[3] = forward;
+    info[4] = -static_cast<double>(ctrl_cost);
+    info[5] = survive;
+    return {(forward + survive) - static_cast<double>(ctrl_cost), !healthy && terminate_};
+  }
+
+  void GetState(double* out) const { sim_.GetState(out); }
+
+ private:
+  bool Healthy() const {
+    const double z = sim_.qpos()[1], angle = sim_.qpos()[2];
+    if (kHopper) {  // state_vector()[2:]: qpos[2:] and all of qvel, strictly inside the range
+      for (int k = 2; k < sim_.nq(); ++k) {
+        if (!(state_low_ < sim_.qpos()[k] && sim_.qpos()[k] < state_high_)) return false;
+      }
+      for (int k = 0; k < sim_.nv(); ++k) {
+        if (!(state_low_ < sim_.qvel()[k] && sim_.qvel()[k] < state_high_)) return false;
+      }
+    }
+    return z_low_ < z && z < z_high_ && angle_low_ < angle && angle < angle_high_;
+  }
+
+  void WriteObs(double* obs) const {
+    obs = Copy(sim_.qpos() + skip_, sim_.nq() - skip_, obs);
+    CopyClipped(sim_.qvel(), sim_.nv(), -10.0, 10.0, obs);
+  }
+
+  Sim sim_;
+  double forward_weight_;
+  float ctrl_weight_;
+  double healthy_reward_;
+  bool terminate_;
+  double state_low_, state_high_, z_low_, z_high_, angle_low_, angle_high_;
+  double noise_;
+  int skip_;
+};
+
+using Hopper = Biped<true>;
+using Walker2d = Biped<false>;
+
+// Swimmer-v5: swim forward in a viscous fluid; never terminates; uniform reset noise.
+class Swimmer {
+ public:
+  using ObsType = double;
+  using ActionType = float;
+  static constexpr const char* kFile = "swimmer.xml";
+  static constexpr int64_t kStateSize = 10;  // nq 5 + nv 5
+
+  static ParamList DeclareParams() {
+    return ParamList()
+        .Int("frame_skip", 4, 1, 1000)
+        .Float("forward_reward_weight", 1.0)
+        .Float("ctrl_cost_weight", 1e-4)
+        .Float("reset_noise_scale", 0.1, 0.0)
+        .Bool("exclude_current_positions_from_observation", true);
+  }
+  static Spec MakeSpec(const Params& p) {
+    const auto model = LoadModel(kFile);
+    const int64_t size =
+        model->nq + model->nv - 2 * p.Bool("exclude_current_positions_from_observation");
+    return Spec("Swimmer-v5")
+        .Observation(Box({size}, -kInf, kInf))
+        .Action(Sim::ActionSpace(kFile))
+        .MaxEpisodeSteps(1000)
+        .RewardThreshold(360.0)
+        .Info("x_position")
+        .Info("y_position")
+        .Info("distance_from_origin")
+        .Info("x_velocity")
+        .Info("y_velocity")
+        .Info("reward_forward")
+        .Info("reward_ctrl");
+  }
+
+  explicit Swimmer(const Params& p)
+      : sim_(kFile, static_cast<int>(p.Int("frame_skip")), false, kStateSize),
+        forward_weight_(p.Float("forward_reward_weight")),
+        ctrl_weight_(static_cast<float>(p.Float("ctrl_cost_weight"))),
+        noise_(p.Float("reset_noise_scale")),
+        skip_(p.Bool("exclude_current_positions_from_observation") ? 2 : 0) {}
+
+  void Reset(Rng& rng, double* obs, double* info) {
+    sim_.Reset([&](double* qpos, double* qvel) {
+      for (int k = 0; k < sim_.nq(); ++k)
+        qpos[k] = sim_.init_qpos()[k] + rng.Uniform(-noise_, noise_);
+      for (int k = 0; k < sim_.nv(); ++k) qvel[k] = rng.Uniform(-noise_, noise_);
+    });
+    WriteObs(obs);
+    const double x = sim_.qpos()[0], y = sim_.qpos()[1];
+    info[0] = x;
+    info[1] = y;
+    info[2] = std::sqrt(x * x + y * y);
+    for (int k = 3; k < 7; ++k) info[k] = kNaN;
+  }
+
+  StepResult Step(const float* action, double* obs, double* info) {
+    const double x_before = sim_.qpos()[0], y_before = sim_.qpos()[1];
+    sim_.Step(action);
+    const double x = sim_.qpos()[0], y = sim_.qpos()[1];
+    const double x_velocity = (x - x_before) / sim_.dt();
+    const double y_velocity = (y - y_before) / sim_.dt();
+    WriteObs(obs);
+    const double forward = forward_weight_ * x_velocity;
+    const float ctrl_cost = ctrl_weight_ * SquaredSum(action, sim_.nu());
+    info[0] = x;
+    info[1] = y;
+    info[2] = std::sqrt(x * x + y * y);
+    info[3] = x_velocity;
+    info[4] = y_velocity;
+    info[5] = forward;
+    info[6] = -static_cast<double>(ctrl_cost);
+    return {forward - static_cast<double>(ctrl_cost), false};
+  }
+
+  void GetState(double* out) const { sim_.GetState(out); }
+
+ private:
+  void WriteObs(double* obs) const {
+    obs = Copy(sim_.qpos() + skip_, sim_.nq() - skip_, obs);
+    Copy(sim_.qvel(), sim_.nv(), obs);
+  }
+
+  Sim sim_;
+  double forward_weight_;
+  float ctrl_weight_;
+  double noise_;
+  int skip_;
+};
+
+}  // namespace fastbatch::mujoco
+
+#endif  // FASTBATCH_MUJOCO_PLANAR_H_

@@ -1,0 +1,21 @@
+// fastbatch's MuJoCo envs, one plugin library on the public env contract (fastbatch/env.h):
+// gymnasium 1.x's v5 locomotion and control envs in C++. Built on first use against the
+// installed mujoco wheel's headers and libmujoco by `fastbatch.mujoco` (which also passes
+// FASTBATCH_MUJOCO_ASSETS, gymnasium's asset directory) and registered from there.
+#include "ant.h"
+#include "classic.h"
+#include "humanoid.h"
+#include "planar.h"
+
+// Reports the mujoco version these envs were compiled against (mjVERSION_HEADER), so that the
+// loader can name both versions when the library and the installed mujoco disagree.
+extern "C" FASTBATCH_EXPORT_SYMBOL int fastbatch_mujoco_header_version(void) {
+  return mjVERSION_HEADER;
+}
+
+FASTBATCH_EXPORT_ENVS(fastbatch::mujoco::HalfCheetah, fastbatch::mujoco::Hopper,
+                      fastbatch::mujoco::Walker2d, fastbatch::mujoco::Ant,
+                      fastbatch::mujoco::Humanoid, fastbatch::mujoco::HumanoidStandup,
+                      fastbatch::mujoco::Swimmer, fastbatch::mujoco::Reacher,
+                      fastbatch::mujoco::Pusher, fastbatch::mujoco::InvertedPendulum,
+                      fastbatch::mujoco::InvertedDoublePendulum)

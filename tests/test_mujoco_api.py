@@ -1,0 +1,201 @@
+"""fastbatch.mujoco around the envs: how make() picks them, their kwargs, infos as arrays,
+results independent of threads and mode, and clear errors for a missing or mismatched mujoco."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+
+pytest.importorskip("mujoco")
+import fastbatch
+from fastbatch import mujoco as fb_mujoco
+
+
+def actions(env, steps: int, seed: int = 0) -> np.ndarray:
+    space = env.single_action_space
+    rng = np.random.default_rng(seed)
+    return rng.uniform(space.low, space.high, (steps, env.num_envs, *space.shape)).astype(
+        np.float32
+    )
+
+
+def test_make_picks_the_native_env_and_process_stays_available():
+    env = fastbatch.make("HalfCheetah-v5", 2, seed=0)
+    assert isinstance(env, fastbatch.NativeVectorEnv)
+    assert isinstance(fastbatch.make("fastbatch/Hopper-v5", 1), fastbatch.NativeVectorEnv)
+    process = fastbatch.make("HalfCheetah-v5", 1, backend="process")
+    assert isinstance(process, fastbatch.ProcessVectorEnv)
+    process.close()
+    assert set(fb_mujoco.ENV_IDS) <= set(fastbatch.list_envs())
+    single = gymnasium.make("fastbatch/HalfCheetah-v5")
+    obs, _ = single.reset(seed=0)
+    assert obs.shape == (17,) and obs.dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs", "param"),
+    [
+        ("Hopper-v5", {"reset_noise_scale": -0.1}, "reset_noise_scale"),
+        ("Hopper-v5", {"healthy_z_range": (2.0, 1.0)}, "healthy_z_range"),
+        ("Hopper-v5", {"healthy_z_range": (1.0,)}, "healthy_z_range"),
+        ("Ant-v5", {"contact_force_range": ("a", 1.0)}, "contact_force_range"),
+        ("Ant-v5", {"main_body": 99}, "main_body"),
+        ("HalfCheetah-v5", {"frame_skip": 0}, "frame_skip"),
+        ("Humanoid-v5", {"healthy_z_range_low": float("nan")}, "healthy_z_range_low"),
+    ],
+)
+def test_bad_kwargs_raise_value_error_naming_the_param(env_id, kwargs, param):
+    with pytest.raises(ValueError, match=param):
+        fastbatch.make(env_id, 1, **kwargs)
+
+
+def test_unknown_and_mistyped_kwargs_raise_type_error():
+    with pytest.raises(TypeError, match="xml_file"):
+        fastbatch.make("HalfCheetah-v5", 1, xml_file="half_cheetah.xml")
+    with pytest.raises(TypeError, match="terminate_when_unhealthy"):
+        fastbatch.make("Hopper-v5", 1, terminate_when_unhealthy=1.0)
+
+
+def test_param_dependent_spaces():
+    assert fastbatch.make("Ant-v5", 1).single_observation_space.shape == (105,)
+    ant = fastbatch.make("Ant-v5", 1, include_cfrc_ext_in_observation=False)
+    assert ant.single_observation_space.shape == (27,)
+    full = fastbatch.make("Humanoid-v5", 1, exclude_current_positions_from_observation=False)
+    assert full.single_observation_space.shape == (350,)
+
+
+def run(env, table) -> list:
+    out = [env.reset(seed=5)]
+    for a in table:
+        out.append(env.step(a))
+    return out
+
+
+def test_results_are_identical_for_any_thread_count_and_in_async_mode():
+    table = actions(fastbatch.make("Hopper-v5", 6), 120)
+    runs = [run(fastbatch.make("Hopper-v5", 6, num_workers=w), table) for w in (1, 2, 3)]
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other):
+            for x, y in zip(a, b):
+                if isinstance(x, dict):
+                    assert x.keys() == y.keys()
+                    for key in x:
+                        if isinstance(x[key], np.ndarray):
+                            np.testing.assert_array_equal(x[key], y[key])
+                else:
+                    np.testing.assert_array_equal(x, y)
+    env = fastbatch.make("Hopper-v5", 6, num_workers=2, batch_size=3)
+    env.reset(seed=5)
+    received = {i: [] for i in range(6)}
+    env.send(table[0])
+    next_step, in_flight = np.ones(6, np.int64), 6
+    while in_flight >= 3:
+        obs, *_, info = env.recv()
+        in_flight -= 3
+        for row, i in enumerate(info["env_id"]):
+            received[i].append(obs[row].copy())
+        todo = [i for i in info["env_id"] if next_step[i] < len(table)]
+        if todo:
+            env.send(np.stack([table[next_step[i]][i] for i in todo]), env_ids=np.array(todo))
+            next_step[todo] += 1
+            in_flight += len(todo)
+    sync_obs = np.array([step[0] for step in runs[0][1:]])
+    for i in range(6):
+        assert len(received[i]) > len(table) // 4  # envs progress unevenly in async mode
+        np.testing.assert_array_equal(np.array(received[i]), sync_obs[: len(received[i]), i])
+
+
+def info_keys(info: dict) -> set:
+    keys = {k for k in info if k not in ("episode", "_episode")}
+    for name in ("final_info",):
+        if name in info:
+            keys |= {f"{name}.{k}" for k in info[name]}
+    return keys
+
+
+def test_infos_have_gymnasium_vector_layout():
+    """The same keys, masks, nesting and shapes as gymnasium's SyncVectorEnv, SAME_STEP included."""
+    same_step = gymnasium.vector.AutoresetMode.SAME_STEP
+    env = fastbatch.make("Ant-v5", 4, seed=0, autoreset_mode=same_step, max_episode_steps=3)
+    reference = gymnasium.make_vec(
+        "Ant-v5", 4, "sync", vector_kwargs={"autoreset_mode": same_step}, max_episode_steps=3
+    )
+    _, info = env.reset()
+    _, ginfo = reference.reset(seed=0)
+    assert info_keys(info) == info_keys(ginfo)
+    table = actions(env, 3)
+    for a in table:
+        _, _, _, truncated, info = env.step(a)
+        _, _, _, _, ginfo = reference.step(a)
+        assert info_keys(info) == info_keys(ginfo)
+        for key, value in ginfo.items():
+            if isinstance(value, np.ndarray) and value.dtype != object:
+                assert info[key].shape == value.shape and info[key].dtype.kind == value.dtype.kind
+    assert truncated.all() and info["_final_info"].all() and "reward_ctrl" not in info
+    assert info["final_info"]["_reward_ctrl"].all()
+    humanoid = fastbatch.make("Humanoid-v5", 3, seed=0)
+    _, info = humanoid.reset()
+    assert info["tendon_length"].shape == (3, 2) and info["_tendon_length"].all()
+
+
+def test_masked_reset_reports_only_the_reset_rows():
+    env = fastbatch.make("HalfCheetah-v5", 3, seed=0, autoreset_mode="disabled")
+    env.reset()
+    env.step(actions(env, 1)[0])
+    _, info = env.reset(options={"reset_mask": np.array([False, True, False])})
+    np.testing.assert_array_equal(info["_x_position"], [False, True, False])
+    assert info["x_position"][0] == 0.0 and info["x_position"][2] == 0.0
+
+
+def test_step_into_and_rollout_storage_take_float64_observations():
+    env = fastbatch.make("Swimmer-v5", 4, seed=0)
+    env.reset()
+    obs = fastbatch.aligned_empty((4, 8), np.float64)
+    reward = fastbatch.aligned_empty((4,), np.float32)
+    terminated = fastbatch.aligned_empty((4,), np.bool_)
+    truncated = fastbatch.aligned_empty((4,), np.bool_)
+    info = env.step_into(actions(env, 1)[0], obs, reward, terminated, truncated)
+    assert info["reward_forward"].shape == (4,)
+
+
+def test_missing_mujoco_names_the_extra(monkeypatch):
+    import importlib.metadata
+
+    real = importlib.metadata.distribution
+
+    def missing(name):
+        if name == "mujoco":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", missing)
+    with pytest.raises(fb_mujoco.MujocoUnavailableError, match=r"fastbatch\[mujoco\]"):
+        fb_mujoco.build()
+
+
+def test_old_or_mismatched_mujoco_names_both_versions(monkeypatch):
+    import importlib.metadata
+
+    real = importlib.metadata.distribution
+
+    class Old:
+        version = "2.3.7"
+
+        def __getattr__(self, name):
+            return getattr(real("mujoco"), name)
+
+    monkeypatch.setattr(
+        importlib.metadata, "distribution", lambda n: Old() if n == "mujoco" else real(n)
+    )
+    with pytest.raises(fb_mujoco.MujocoUnavailableError, match=r"2\.3\.7.*fastbatch\[mujoco\]"):
+        fb_mujoco.build()
+    monkeypatch.undo()
+    # A library built against another mujoco than the one installed: both versions named.
+    path = fb_mujoco.build()
+    version, include, library = fb_mujoco._mujoco()
+    monkeypatch.setattr(fb_mujoco, "_registered", [])
+    monkeypatch.setattr(fb_mujoco, "build", lambda: path)
+    monkeypatch.setattr(fb_mujoco, "_mujoco", lambda: ("9.9.9", include, library))
+    with pytest.raises(fb_mujoco.MujocoUnavailableError, match=rf"{version}.*9\.9\.9"):
+        fb_mujoco.register()
