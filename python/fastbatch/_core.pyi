@@ -158,6 +158,9 @@ class _VectorPool:
     @property
     def num_threads(self) -> int:
         """Threads stepping the batch (the caller counts as one); 0 after close."""
+    @property
+    def active_threads(self) -> int:
+        """How many of them the thread tuner has stepping each batch now; 0 after close."""
 
 def _builtin_env_types() -> dict[str, _EnvType]:
     """Every env compiled into the extension, by id (ids starting with ``_`` are test envs)."""

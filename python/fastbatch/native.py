@@ -206,8 +206,18 @@ class NativeVectorEnv(BatchVectorEnv):
 
     @property
     def num_workers(self) -> int:
-        """Threads stepping the batch (the calling thread counts as one)."""
+        """Threads stepping the batch at most (the calling thread counts as one): the configured
+        ``num_workers``, clamped to ``num_envs``."""
         return self._pool.num_threads
+
+    @property
+    def active_workers(self) -> int:
+        """How many of the :attr:`num_workers` threads step each batch now. The pool times its
+        batch steps and moves to the count that measures fastest, probing the neighbouring
+        counts now and then: with a core taken by another process, fewer threads can be faster
+        than all of them. Results never depend on it. In async mode it is :attr:`num_workers`
+        (the async threads and the caller take queued envs as they come)."""
+        return self._pool.active_threads
 
     @property
     def num_threads(self) -> int:

@@ -135,7 +135,8 @@ void RegisterVectorPool(py::module_& m) {
            py::arg("terminated"), py::arg("truncated"), py::arg("final_obs"))
       .def("rollout_episodes", &PyVectorPool::RolloutEpisodes)
       .def("close", &PyVectorPool::Close)
-      .def_property_readonly("num_threads", &PyVectorPool::num_threads);
+      .def_property_readonly("num_threads", &PyVectorPool::num_threads)
+      .def_property_readonly("active_threads", &PyVectorPool::active_threads);
 
   m.attr("_rollout_step_address") = reinterpret_cast<uintptr_t>(&FastbatchRolloutStep);
   m.attr("_rollout_error_address") = reinterpret_cast<uintptr_t>(&FastbatchRolloutError);

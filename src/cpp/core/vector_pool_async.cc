@@ -1,71 +1,178 @@
-// VectorPool's async mode: Send/Recv with batch_size < num_envs (see vector_pool.h).
+// VectorPool's async mode: Send/Recv with batch_size < num_envs (see vector_pool.h for the two
+// rings and who owns what).
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <string>
 
+#include "dtype.h"
 #include "vector_pool.h"
 
 namespace fastbatch {
+namespace {
+
+using std::chrono::microseconds;
+
+// The most queued envs one claim takes: large enough that a claim (one compare-exchange) costs
+// little per env, small enough that the caller, helping inside Recv, returns soon.
+constexpr int64_t kMaxClaim = 256;
+// An async thread with nothing queued spins, then yields, then sleeps (see worker_pool.h).
+constexpr microseconds kJobSpin{20};
+constexpr microseconds kJobYield{200};
+// Recv with nothing left to step waits for the async threads' last envs.
+constexpr microseconds kRecvSpin{30};
+constexpr microseconds kRecvYield{200};
+
+// Wrap-aware `a >= b` for 32-bit counters that are never more than 2^31 apart.
+bool Reached(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
+
+}  // namespace
+
+void VectorPool::StartAsync(int threads) {
+  const auto n = static_cast<size_t>(num_envs_);
+  action_row_bytes_ = spec_->action.is_discrete ? 8 : DTypeSize(spec_->action.dtype);
+  for (int32_t d = 0; d < spec_->action.ndim; ++d) action_row_bytes_ *= spec_->action.shape[d];
+  job_ids_ = std::make_unique<std::atomic<int64_t>[]>(n);
+  done_ring_ = std::make_unique<DoneSlot[]>(n);
+  stage_actions_.assign(n * static_cast<size_t>(action_row_bytes_), 0);
+  stage_obs_.assign(n * static_cast<size_t>(obs_row_bytes_), 0);
+  stage_reward_.assign(n, 0.0f);
+  stage_terminated_.assign(n, 0);
+  stage_truncated_.assign(n, 0);
+  env_errors_.resize(n);
+  env_failed_.assign(n, 0);
+  const auto b = static_cast<size_t>(batch_size_);
+  recv_done_.assign(b, 0);
+  recv_return_.assign(b, 0.0);
+  recv_length_.assign(b, 0);
+  recv_time_.assign(b, 0.0);
+  if (mode_ == AutoresetMode::kSameStep)
+    recv_final_obs_.assign(b * static_cast<size_t>(obs_row_bytes_), 0);
+  help_ids_.resize(static_cast<size_t>(kMaxClaim));
+  // The caller steps queued envs while it waits in Recv, so it counts as one of the threads.
+  num_async_threads_ = threads - 1;
+  async_threads_.reserve(static_cast<size_t>(num_async_threads_));
+  for (int t = 0; t < num_async_threads_; ++t) {
+    async_threads_.emplace_back(&VectorPool::AsyncLoop, this);
+  }
+}
+
+int64_t VectorPool::StepQueued(std::vector<int64_t>* ids) {
+  const int64_t n = num_envs_;
+  int64_t head = job_head_.load(std::memory_order_relaxed);
+  int64_t take = 0;
+  for (;;) {
+    const int64_t tail = job_tail_.load(std::memory_order_acquire);
+    if (head >= tail) return 0;
+    take = std::clamp<int64_t>((tail - head) / (2 * max_threads_), 1, kMaxClaim);
+    // Read the ids before claiming them: Send reuses a slot only once its position is claimed,
+    // so the claim succeeds only if what was read is still this position's id.
+    for (int64_t j = 0; j < take; ++j) {
+      (*ids)[static_cast<size_t>(j)] = job_ids_[(head + j) % n].load(std::memory_order_relaxed);
+    }
+    if (job_head_.compare_exchange_weak(head, head + take, std::memory_order_acq_rel,
+                                        std::memory_order_relaxed)) {
+      break;
+    }
+  }
+  BatchOut stage;
+  stage.obs = stage_obs_.data();
+  stage.reward = stage_reward_.data();
+  stage.terminated = stage_terminated_.data();
+  stage.truncated = stage_truncated_.data();
+  // Step runs of consecutive ids in one call each. After a failure at env f the rest of the run
+  // goes on from f + 1; a failed SAME_STEP reset marks the rest of the run failed (envs after
+  // it that ended were not reset), each with the error naming the env that failed.
+  for (int64_t j = 0; j < take;) {
+    const int64_t first = (*ids)[static_cast<size_t>(j)];
+    int64_t end = first + 1;
+    for (++j; j < take && (*ids)[static_cast<size_t>(j)] == end; ++j) ++end;
+    for (int64_t i = first; i < end; ++i) env_failed_[static_cast<size_t>(i)] = 0;
+    for (int64_t i = first; i < end;) {
+      fb_error error{};
+      int64_t stepped_end = end;
+      if (StepEnvs(i, end, stage_actions_.data(), stage, &error, &stepped_end) >= 0) break;
+      const bool step_failure = stepped_end < end && error.env_index == stepped_end;
+      const int64_t failed = error.env_index >= i && error.env_index < end ? error.env_index : i;
+      for (int64_t k = failed; k < (step_failure ? failed + 1 : end); ++k) {
+        env_failed_[static_cast<size_t>(k)] = 1;
+        env_errors_[static_cast<size_t>(k)] = error;
+      }
+      if (!step_failure) break;
+      i = failed + 1;
+    }
+  }
+  // Publish: each slot's env before its seq (release), then wake a sleeping Recv that now has
+  // enough envs published.
+  const int64_t position = done_reserved_.fetch_add(take, std::memory_order_relaxed);
+  for (int64_t j = 0; j < take; ++j) {
+    DoneSlot& slot = done_ring_[(position + j) % n];
+    slot.env.store((*ids)[static_cast<size_t>(j)], std::memory_order_relaxed);
+    slot.seq.store(position + j + 1, std::memory_order_release);
+  }
+  const uint32_t published =
+      done_published_.fetch_add(static_cast<uint32_t>(take), std::memory_order_seq_cst) +
+      static_cast<uint32_t>(take);
+  if (recv_asleep_.load(std::memory_order_seq_cst) != 0 &&
+      Reached(published, recv_wanted_.load(std::memory_order_relaxed))) {
+    done_published_.notify_one();
+  }
+  return take;
+}
 
 void VectorPool::AsyncLoop() {
-  const auto n = static_cast<size_t>(num_envs_);
-  const auto threads = static_cast<size_t>(num_async_threads_);
-  std::vector<int64_t> chunk;
-  chunk.reserve(n);
+  std::vector<int64_t> ids(static_cast<size_t>(kMaxClaim));
+  auto queued = [this] {
+    return async_stop_.load(std::memory_order_relaxed) ||
+           job_tail_.load(std::memory_order_acquire) > job_head_.load(std::memory_order_relaxed);
+  };
   for (;;) {
-    chunk.clear();
-    {
-      std::unique_lock<std::mutex> lock(job_mu_);
-      job_cv_.wait(lock, [this] { return async_stop_ || job_count_ > 0; });
-      if (async_stop_) return;
-      // Take a fair share of the queue at once, so a lock is paid per chunk, not per env.
-      const size_t take = std::max<size_t>(1, job_count_ / threads);
-      for (size_t q = 0; q < take; ++q) {
-        chunk.push_back(job_ring_[job_head_]);
-        job_head_ = (job_head_ + 1) % n;
-      }
-      job_count_ -= take;
+    if (StepQueued(&ids) > 0) continue;
+    if (!SpinThenYield(queued, kJobSpin, kJobYield)) {
+      job_sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      // Re-check after announcing ourselves: a Send that missed the announcement bumped the
+      // signal first, so either the wait returns at once or the check below sees its envs.
+      const uint32_t signal = job_signal_.load(std::memory_order_seq_cst);
+      if (!queued()) job_signal_.wait(signal, std::memory_order_acquire);
+      job_sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
-    BatchOut out;
-    out.obs = stage_obs_.data();
-    out.reward = stage_reward_.data();
-    out.terminated = stage_terminated_.data();
-    out.truncated = stage_truncated_.data();
-    for (const int64_t i : chunk) {
-      const auto k = static_cast<size_t>(i);
-      env_failed_[k] = StepEnvs(i, i + 1, stage_actions_.data(), out, &env_errors_[k]) < 0 ? 1 : 0;
-      bool wake;
-      {
-        std::lock_guard<std::mutex> lock(done_mu_);
-        done_ring_[(done_head_ + done_count_) % n] = i;
-        ++done_count_;
-        wake = done_count_ >= static_cast<size_t>(batch_size_) || drain_waiting_;
-      }
-      if (wake) done_cv_.notify_one();
+    if (async_stop_.load(std::memory_order_acquire)) return;
+  }
+}
+
+void VectorPool::WaitForDone(int64_t end) {
+  const int64_t n = num_envs_;
+  auto filled = [this, n](int64_t p) {
+    return done_ring_[p % n].seq.load(std::memory_order_acquire) == p + 1;
+  };
+  for (int64_t p = done_head_; p < end;) {
+    if (filled(p)) {
+      ++p;
+      continue;
     }
+    if (StepQueued(&help_ids_) > 0) continue;
+    // Nothing left to claim: the envs still missing are being stepped by async threads.
+    if (SpinThenYield([&] { return filled(p); }, kRecvSpin, kRecvYield)) continue;
+    recv_wanted_.store(static_cast<uint32_t>(end), std::memory_order_relaxed);
+    recv_asleep_.store(1, std::memory_order_seq_cst);
+    const uint32_t published = done_published_.load(std::memory_order_seq_cst);
+    if (!filled(p)) done_published_.wait(published, std::memory_order_acquire);
+    recv_asleep_.store(0, std::memory_order_relaxed);
   }
 }
 
 void VectorPool::StopAsync() {
   if (async_threads_.empty()) return;
-  {
-    std::lock_guard<std::mutex> lock(job_mu_);
-    async_stop_ = true;
-  }
-  job_cv_.notify_all();
+  async_stop_.store(true, std::memory_order_seq_cst);
+  job_signal_.fetch_add(1, std::memory_order_seq_cst);
+  job_signal_.notify_all();
   for (auto& t : async_threads_) t.join();
   async_threads_.clear();
 }
 
 void VectorPool::DrainAsync() {
-  {
-    std::unique_lock<std::mutex> lock(done_mu_);
-    drain_waiting_ = true;
-    done_cv_.wait(lock, [this] { return static_cast<int64_t>(done_count_) == num_in_flight_; });
-    drain_waiting_ = false;
-    done_head_ = 0;
-    done_count_ = 0;
-  }
+  WaitForDone(done_head_ + num_in_flight_);
+  done_head_ += num_in_flight_;
   std::fill(in_flight_.begin(), in_flight_.end(), 0);
   num_in_flight_ = 0;
 }
@@ -107,22 +214,18 @@ void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions
     throw std::invalid_argument(error);
   }
   const auto* src = static_cast<const uint8_t*>(actions);
+  const int64_t tail = job_tail_.load(std::memory_order_relaxed);  // only Send writes it
   for (j = 0; j < count; ++j) {
     const auto k = static_cast<size_t>(env_ids[j]);
     in_flight_[k] = 1;
     std::memcpy(stage_actions_.data() + k * static_cast<size_t>(action_row_bytes_),
                 src + j * action_row_bytes_, static_cast<size_t>(action_row_bytes_));
+    job_ids_[(tail + j) % num_envs_].store(env_ids[j], std::memory_order_relaxed);
   }
   num_in_flight_ += count;
-  {
-    std::lock_guard<std::mutex> lock(job_mu_);
-    const auto n = static_cast<size_t>(num_envs_);
-    for (j = 0; j < count; ++j) {
-      job_ring_[(job_head_ + job_count_) % n] = env_ids[j];
-      ++job_count_;
-    }
-  }
-  job_cv_.notify_all();
+  job_tail_.store(tail + count, std::memory_order_release);
+  job_signal_.fetch_add(1, std::memory_order_seq_cst);
+  if (job_sleepers_.load(std::memory_order_seq_cst) != 0) job_signal_.notify_all();
 }
 
 int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
@@ -133,40 +236,41 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
                           " envs are in flight but recv() returns batch_size=" +
                           std::to_string(batch_size_) + "; send() more envs first");
   }
-  const auto n = static_cast<size_t>(num_envs_);
-  const auto b = static_cast<size_t>(batch_size_);
-  {
-    std::unique_lock<std::mutex> lock(done_mu_);
-    done_cv_.wait(lock, [this, b] { return done_count_ >= b; });
-    for (size_t j = 0; j < b; ++j) env_ids[j] = done_ring_[(done_head_ + j) % n];
-    done_head_ = (done_head_ + b) % n;
-    done_count_ -= b;
+  const int64_t n = num_envs_;
+  const int64_t b = batch_size_;
+  WaitForDone(done_head_ + b);
+  for (int64_t j = 0; j < b; ++j) {
+    env_ids[j] = done_ring_[(done_head_ + j) % n].env.load(std::memory_order_relaxed);
   }
+  done_head_ += b;
   last_was_recv_ = true;
   auto* obs = static_cast<uint8_t*>(out.obs);
   const auto row = static_cast<size_t>(obs_row_bytes_);
   int64_t ended = 0;
   int64_t failed = -1;
-  for (size_t j = 0; j < b; ++j) {
+  for (int64_t j = 0; j < b; ++j) {
     const auto k = static_cast<size_t>(env_ids[j]);
-    std::memcpy(obs + j * row, stage_obs_.data() + k * row, row);
+    std::memcpy(obs + static_cast<size_t>(j) * row, stage_obs_.data() + k * row, row);
     out.reward[j] = stage_reward_[k];
     out.terminated[j] = stage_terminated_[k];
     out.truncated[j] = stage_truncated_[k];
-    recv_done_[j] = done_[k];
-    recv_return_[j] = ep_return_out_[k];
-    recv_length_[j] = ep_length_out_[k];
-    recv_time_[j] = ep_time_out_[k];
-    if (!recv_final_obs_.empty())
-      std::memcpy(recv_final_obs_.data() + j * row, final_obs_.data() + k * row, row);
+    recv_done_[static_cast<size_t>(j)] = done_[k];
+    recv_return_[static_cast<size_t>(j)] = ep_return_out_[k];
+    recv_length_[static_cast<size_t>(j)] = ep_length_out_[k];
+    recv_time_[static_cast<size_t>(j)] = ep_time_out_[k];
+    if (!recv_final_obs_.empty()) {
+      std::memcpy(recv_final_obs_.data() + static_cast<size_t>(j) * row,
+                  final_obs_.data() + k * row, row);
+    }
     ended += done_[k];
     in_flight_[k] = 0;
-    if (env_failed_[k] && failed < 0) failed = static_cast<int64_t>(k);
+    if (env_failed_[k] && (failed < 0 || env_ids[j] < failed)) failed = env_ids[j];
   }
-  num_in_flight_ -= batch_size_;
+  num_in_flight_ -= b;
   if (failed >= 0) {
     broken_ = true;
-    throw EnvError(failed, env_errors_[static_cast<size_t>(failed)].message);
+    const fb_error& error = env_errors_[static_cast<size_t>(failed)];
+    throw EnvError(error.env_index >= 0 ? error.env_index : failed, error.message);
   }
   return ended;
 }
