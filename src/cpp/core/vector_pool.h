@@ -208,7 +208,8 @@ class VectorPool {
   bool last_was_recv_ = false;
 
   // Async mode. Staging rows are indexed by env. Positions on both rings count up forever
-  // (slot = position % num_envs); at most num_envs envs are in flight, so no ring overflows.
+  // (slot = position & ring_mask_, capacity the power of 2 >= num_envs); at most num_envs envs
+  // are in flight, so no ring overflows.
   // Job ring: one producer (Send), consumers claim [head, head + k) by compare-exchange after
   // reading the ids, so the producer reuses a slot only after its id was read. Done ring: the
   // thread that stepped a run of envs reserves positions with fetch_add and fills each slot's
@@ -223,6 +224,7 @@ class VectorPool {
   int64_t action_row_bytes_ = 0;
   std::vector<std::thread> async_threads_;
   int num_async_threads_ = 0;
+  int64_t ring_mask_ = 0;
   std::unique_ptr<std::atomic<int64_t>[]> job_ids_;
   std::unique_ptr<DoneSlot[]> done_ring_;
   alignas(64) std::atomic<int64_t> job_head_{0};

@@ -32,8 +32,11 @@ void VectorPool::StartAsync(int threads) {
   const auto n = static_cast<size_t>(num_envs_);
   action_row_bytes_ = spec_->action.is_discrete ? 8 : DTypeSize(spec_->action.dtype);
   for (int32_t d = 0; d < spec_->action.ndim; ++d) action_row_bytes_ *= spec_->action.shape[d];
-  job_ids_ = std::make_unique<std::atomic<int64_t>[]>(n);
-  done_ring_ = std::make_unique<DoneSlot[]>(n);
+  size_t capacity = 1;
+  while (capacity < n) capacity *= 2;
+  ring_mask_ = static_cast<int64_t>(capacity) - 1;
+  job_ids_ = std::make_unique<std::atomic<int64_t>[]>(capacity);
+  done_ring_ = std::make_unique<DoneSlot[]>(capacity);
   stage_actions_.assign(n * static_cast<size_t>(action_row_bytes_), 0);
   stage_obs_.assign(n * static_cast<size_t>(obs_row_bytes_), 0);
   stage_reward_.assign(n, 0.0f);
@@ -58,17 +61,19 @@ void VectorPool::StartAsync(int threads) {
 }
 
 int64_t VectorPool::StepQueued(std::vector<int64_t>* ids) {
-  const int64_t n = num_envs_;
   int64_t head = job_head_.load(std::memory_order_relaxed);
   int64_t take = 0;
   for (;;) {
     const int64_t tail = job_tail_.load(std::memory_order_acquire);
     if (head >= tail) return 0;
-    take = std::clamp<int64_t>((tail - head) / (2 * max_threads_), 1, kMaxClaim);
+    // A share that leaves the other threads work (all of it when no other thread steps).
+    const int64_t share = max_threads_ == 1 ? tail - head : (tail - head) / (2 * max_threads_);
+    take = std::clamp<int64_t>(share, 1, kMaxClaim);
     // Read the ids before claiming them: Send reuses a slot only once its position is claimed,
     // so the claim succeeds only if what was read is still this position's id.
     for (int64_t j = 0; j < take; ++j) {
-      (*ids)[static_cast<size_t>(j)] = job_ids_[(head + j) % n].load(std::memory_order_relaxed);
+      (*ids)[static_cast<size_t>(j)] =
+          job_ids_[(head + j) & ring_mask_].load(std::memory_order_relaxed);
     }
     if (job_head_.compare_exchange_weak(head, head + take, std::memory_order_acq_rel,
                                         std::memory_order_relaxed)) {
@@ -106,7 +111,7 @@ int64_t VectorPool::StepQueued(std::vector<int64_t>* ids) {
   // enough envs published.
   const int64_t position = done_reserved_.fetch_add(take, std::memory_order_relaxed);
   for (int64_t j = 0; j < take; ++j) {
-    DoneSlot& slot = done_ring_[(position + j) % n];
+    DoneSlot& slot = done_ring_[(position + j) & ring_mask_];
     slot.env.store((*ids)[static_cast<size_t>(j)], std::memory_order_relaxed);
     slot.seq.store(position + j + 1, std::memory_order_release);
   }
@@ -141,9 +146,8 @@ void VectorPool::AsyncLoop() {
 }
 
 void VectorPool::WaitForDone(int64_t end) {
-  const int64_t n = num_envs_;
-  auto filled = [this, n](int64_t p) {
-    return done_ring_[p % n].seq.load(std::memory_order_acquire) == p + 1;
+  auto filled = [this](int64_t p) {
+    return done_ring_[p & ring_mask_].seq.load(std::memory_order_acquire) == p + 1;
   };
   for (int64_t p = done_head_; p < end;) {
     if (filled(p)) {
@@ -215,12 +219,17 @@ void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions
   }
   const auto* src = static_cast<const uint8_t*>(actions);
   const int64_t tail = job_tail_.load(std::memory_order_relaxed);  // only Send writes it
-  for (j = 0; j < count; ++j) {
-    const auto k = static_cast<size_t>(env_ids[j]);
-    in_flight_[k] = 1;
-    std::memcpy(stage_actions_.data() + k * static_cast<size_t>(action_row_bytes_),
-                src + j * action_row_bytes_, static_cast<size_t>(action_row_bytes_));
-    job_ids_[(tail + j) % num_envs_].store(env_ids[j], std::memory_order_relaxed);
+  const auto action_row = static_cast<size_t>(action_row_bytes_);
+  for (j = 0; j < count;) {  // runs of consecutive ids: one copy of their action rows each
+    const int64_t first = env_ids[j];
+    int64_t q = j;
+    for (; q < count && env_ids[q] == first + (q - j); ++q) {
+      in_flight_[static_cast<size_t>(env_ids[q])] = 1;
+      job_ids_[(tail + q) & ring_mask_].store(env_ids[q], std::memory_order_relaxed);
+    }
+    std::memcpy(stage_actions_.data() + static_cast<size_t>(first) * action_row,
+                src + static_cast<size_t>(j) * action_row, static_cast<size_t>(q - j) * action_row);
+    j = q;
   }
   num_in_flight_ += count;
   job_tail_.store(tail + count, std::memory_order_release);
@@ -236,11 +245,10 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
                           " envs are in flight but recv() returns batch_size=" +
                           std::to_string(batch_size_) + "; send() more envs first");
   }
-  const int64_t n = num_envs_;
   const int64_t b = batch_size_;
   WaitForDone(done_head_ + b);
   for (int64_t j = 0; j < b; ++j) {
-    env_ids[j] = done_ring_[(done_head_ + j) % n].env.load(std::memory_order_relaxed);
+    env_ids[j] = done_ring_[(done_head_ + j) & ring_mask_].env.load(std::memory_order_relaxed);
   }
   done_head_ += b;
   last_was_recv_ = true;
@@ -248,23 +256,33 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
   const auto row = static_cast<size_t>(obs_row_bytes_);
   int64_t ended = 0;
   int64_t failed = -1;
-  for (int64_t j = 0; j < b; ++j) {
-    const auto k = static_cast<size_t>(env_ids[j]);
-    std::memcpy(obs + static_cast<size_t>(j) * row, stage_obs_.data() + k * row, row);
-    out.reward[j] = stage_reward_[k];
-    out.terminated[j] = stage_terminated_[k];
-    out.truncated[j] = stage_truncated_[k];
-    recv_done_[static_cast<size_t>(j)] = done_[k];
-    recv_return_[static_cast<size_t>(j)] = ep_return_out_[k];
-    recv_length_[static_cast<size_t>(j)] = ep_length_out_[k];
-    recv_time_[static_cast<size_t>(j)] = ep_time_out_[k];
+  // Copy runs of consecutive env ids (the usual case: envs are queued, claimed and published
+  // in runs) with one memcpy per array.
+  for (int64_t j = 0; j < b;) {
+    const int64_t first = env_ids[j];
+    int64_t q = j + 1;
+    while (q < b && env_ids[q] == first + (q - j)) ++q;
+    const auto k = static_cast<size_t>(first), at = static_cast<size_t>(j);
+    const auto len = static_cast<size_t>(q - j);
+    std::memcpy(obs + at * row, stage_obs_.data() + k * row, len * row);
+    std::memcpy(out.reward + at, stage_reward_.data() + k, len * sizeof(float));
+    std::memcpy(out.terminated + at, stage_terminated_.data() + k, len);
+    std::memcpy(out.truncated + at, stage_truncated_.data() + k, len);
+    std::memcpy(recv_done_.data() + at, done_.data() + k, len);
+    std::memcpy(recv_return_.data() + at, ep_return_out_.data() + k, len * sizeof(double));
+    std::memcpy(recv_length_.data() + at, ep_length_out_.data() + k, len * sizeof(int64_t));
+    std::memcpy(recv_time_.data() + at, ep_time_out_.data() + k, len * sizeof(double));
     if (!recv_final_obs_.empty()) {
-      std::memcpy(recv_final_obs_.data() + static_cast<size_t>(j) * row,
-                  final_obs_.data() + k * row, row);
+      std::memcpy(recv_final_obs_.data() + at * row, final_obs_.data() + k * row, len * row);
     }
-    ended += done_[k];
-    in_flight_[k] = 0;
-    if (env_failed_[k] && (failed < 0 || env_ids[j] < failed)) failed = env_ids[j];
+    std::memset(in_flight_.data() + k, 0, len);
+    for (size_t i = k; i < k + len; ++i) {
+      ended += done_[i];
+      if (env_failed_[i] && (failed < 0 || static_cast<int64_t>(i) < failed)) {
+        failed = static_cast<int64_t>(i);
+      }
+    }
+    j = q;
   }
   num_in_flight_ -= b;
   if (failed >= 0) {

@@ -19,12 +19,13 @@ constexpr microseconds kIdleYield{200};
 constexpr microseconds kDoneSpin{30};
 constexpr microseconds kDoneYield{200};
 
-constexpr uint64_t Pack(uint32_t generation, int64_t count, int64_t next) {
-  return (static_cast<uint64_t>(generation) << 32) | (static_cast<uint64_t>(count) << 16) |
-         static_cast<uint64_t>(next);
+constexpr uint64_t Pack(uint32_t generation, uint64_t front, uint64_t back) {
+  return (static_cast<uint64_t>(generation) << 32) | (front << 16) | back;
 }
-constexpr int64_t Count(uint64_t word) { return static_cast<int64_t>((word >> 16) & 0xFFFF); }
-constexpr int64_t Next(uint64_t word) { return static_cast<int64_t>(word & 0xFFFF); }
+constexpr uint32_t Generation(uint64_t word) { return static_cast<uint32_t>(word >> 32); }
+constexpr int64_t Front(uint64_t word) { return static_cast<int64_t>((word >> 16) & 0xFFFF); }
+constexpr int64_t Back(uint64_t word) { return static_cast<int64_t>(word & 0xFFFF); }
+constexpr uint64_t kOneFront = uint64_t{1} << 16;
 
 }  // namespace
 
@@ -43,7 +44,8 @@ int64_t ChunkSize(int64_t n, int threads) {
   return (size + granule - 1) / granule * granule;
 }
 
-WorkerPool::WorkerPool(int num_workers) {
+WorkerPool::WorkerPool(int num_workers)
+    : segments_(std::make_unique<Segment[]>(static_cast<size_t>(num_workers) + 1)) {
   threads_.reserve(static_cast<size_t>(num_workers));
   for (int i = 0; i < num_workers; ++i) {
     threads_.emplace_back(&WorkerPool::Loop, this, static_cast<uint32_t>(i + 1));
@@ -72,16 +74,23 @@ void WorkerPool::Run(Task task, void* context, int64_t num_chunks, int helpers) 
   }
   task_ = task;
   context_ = context;
+  total_ = static_cast<uint32_t>(num_chunks);
   done_.store(0, std::memory_order_relaxed);
   const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
-  cursor_.store(Pack(generation, num_chunks, 0), std::memory_order_release);
+  const auto participants = static_cast<uint64_t>(helpers) + 1;
+  const auto chunks = static_cast<uint64_t>(num_chunks);
+  for (uint64_t t = 0; t < participants; ++t) {
+    segments_[t].word.store(
+        Pack(generation, chunks * t / participants, chunks * (t + 1) / participants),
+        std::memory_order_release);
+  }
+  participants_.store(static_cast<uint32_t>(participants), std::memory_order_relaxed);
   generation_.store(generation, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) != 0) generation_.notify_all();
 
-  uint32_t claimed_total = 0;
-  const uint32_t ran = Claim(&claimed_total);
-  const auto total = static_cast<uint32_t>(num_chunks);
+  const uint32_t ran = Work(0, static_cast<uint32_t>(participants), generation);
   if (ran != 0) done_.fetch_add(ran, std::memory_order_acq_rel);
+  const uint32_t total = total_;
   auto finished = [this, total] { return done_.load(std::memory_order_acquire) == total; };
   if (SpinThenYield(finished, kDoneSpin, kDoneYield)) return;
   caller_asleep_.store(1, std::memory_order_seq_cst);
@@ -91,17 +100,32 @@ void WorkerPool::Run(Task task, void* context, int64_t num_chunks, int helpers) 
   caller_asleep_.store(0, std::memory_order_relaxed);
 }
 
-uint32_t WorkerPool::Claim(uint32_t* total) {
+uint32_t WorkerPool::Work(uint32_t self, uint32_t participants, uint32_t generation) {
   uint32_t ran = 0;
-  uint64_t word = cursor_.load(std::memory_order_acquire);
-  while (Next(word) < Count(word)) {
-    if (cursor_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel,
+  // Own segment, from the front.
+  if (self < participants) {
+    std::atomic<uint64_t>& own = segments_[self].word;
+    uint64_t word = own.load(std::memory_order_acquire);
+    while (Generation(word) == generation && Front(word) < Back(word)) {
+      if (own.compare_exchange_weak(word, word + kOneFront, std::memory_order_acq_rel,
+                                    std::memory_order_acquire)) {
+        task_(context_, Front(word), Front(word) + 1);
+        ++ran;
+        word = own.load(std::memory_order_acquire);
+      }
+    }
+  }
+  // The others' segments, from the back, starting with the next thread's.
+  for (uint32_t k = 1; k < participants; ++k) {
+    std::atomic<uint64_t>& other = segments_[(self + k) % participants].word;
+    uint64_t word = other.load(std::memory_order_acquire);
+    while (Generation(word) == generation && Front(word) < Back(word)) {
+      if (other.compare_exchange_weak(word, word - 1, std::memory_order_acq_rel,
                                       std::memory_order_acquire)) {
-      const int64_t chunk = Next(word);
-      *total = static_cast<uint32_t>(Count(word));
-      task_(context_, chunk, chunk + 1);
-      ++ran;
-      word = cursor_.load(std::memory_order_acquire);
+        task_(context_, Back(word) - 1, Back(word));
+        ++ran;
+        word = other.load(std::memory_order_acquire);
+      }
     }
   }
   return ran;
@@ -130,9 +154,9 @@ void WorkerPool::Loop(uint32_t index) {
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load(std::memory_order_acquire)) return;
     if (helpers_.load(std::memory_order_relaxed) < index) continue;
-    uint32_t total = 0;
-    const uint32_t ran = Claim(&total);
+    const uint32_t ran = Work(index, participants_.load(std::memory_order_relaxed), seen);
     if (ran == 0) continue;
+    const uint32_t total = total_;  // this batch's: it cannot end before `ran` is counted
     const uint32_t before = done_.fetch_add(ran, std::memory_order_seq_cst);
     if (before + ran == total && caller_asleep_.load(std::memory_order_seq_cst) != 0) {
       done_.notify_one();
@@ -140,37 +164,51 @@ void WorkerPool::Loop(uint32_t index) {
   }
 }
 
+namespace {
+constexpr double kFirstInterval = 0.02, kMaxInterval = 1.0, kBlockSeconds = 0.01;
+constexpr int64_t kBlockSteps = 16;
+constexpr double kMargin = 0.03, kSlowdown = 1.25;
+}  // namespace
+
 ThreadTuner::ThreadTuner(int max_threads)
-    : max_threads_(std::max(1, max_threads)), chosen_(max_threads_), interval_(0.02) {}
+    : max_threads_(std::max(1, max_threads)), chosen_(max_threads_), interval_(kFirstInterval) {}
+
+void ThreadTuner::StartProbe(int direction) {
+  candidate_ = chosen_ + direction;
+  if (candidate_ < 1 || candidate_ > max_threads_) candidate_ = chosen_ - direction;
+  direction_ = -direction;  // the other neighbour next time
+  probing_ = true;
+}
 
 void ThreadTuner::Record(double seconds) {
-  constexpr double kFirstInterval = 0.02, kMaxInterval = 1.0, kProbeSeconds = 0.01;
-  constexpr int64_t kMinSteps = 16;
-  constexpr double kMargin = 0.03;
   if (max_threads_ == 1) return;
-  window_seconds_ += seconds;
-  ++window_steps_;
-  if (window_steps_ < kMinSteps) return;
-  if (!probing_) {
-    if (window_seconds_ < interval_) return;
-    chosen_mean_ = window_seconds_ / static_cast<double>(window_steps_);
-    candidate_ = chosen_ + direction_;
-    if (candidate_ < 1 || candidate_ > max_threads_) candidate_ = chosen_ - direction_;
-    direction_ = -direction_;
-    probing_ = true;
-  } else {
-    if (window_seconds_ < kProbeSeconds) return;
-    const double mean = window_seconds_ / static_cast<double>(window_steps_);
+  block_seconds_ += seconds;
+  ++block_steps_;
+  if (block_steps_ < kBlockSteps || block_seconds_ < kBlockSeconds) return;
+  const double mean = block_seconds_ / static_cast<double>(block_steps_);
+  since_probe_ += block_seconds_;
+  block_seconds_ = 0.0;
+  block_steps_ = 0;
+  if (probing_) {
+    probing_ = false;
+    since_probe_ = 0.0;
     if (mean < chosen_mean_ * (1.0 - kMargin)) {
       chosen_ = candidate_;
+      chosen_mean_ = 0.0;
       interval_ = kFirstInterval;
     } else {
       interval_ = std::min(2.0 * interval_, kMaxInterval);
     }
-    probing_ = false;
+    return;
   }
-  window_seconds_ = 0.0;
-  window_steps_ = 0;
+  const bool slowed = chosen_mean_ > 0.0 && mean > kSlowdown * chosen_mean_;
+  chosen_mean_ = mean;
+  if (slowed && chosen_ > 1) {
+    interval_ = kFirstInterval;
+    StartProbe(-1);
+  } else if (since_probe_ >= interval_) {
+    StartProbe(direction_);
+  }
 }
 
 }  // namespace fastbatch

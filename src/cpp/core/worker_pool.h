@@ -1,7 +1,10 @@
 // A fixed set of worker threads that, with the calling thread, run one task over the chunks of
-// a batch, each chunk exactly once. Chunks are claimed one at a time from a shared cursor, so a
-// thread that loses its core delays the batch by at most the one chunk it holds, and the caller
-// never waits for a worker that has not started: it claims whatever is left itself.
+// a batch, each chunk exactly once. Each taking part thread owns a contiguous segment of the
+// chunks (the same one every batch while the thread count stays, so its envs stay in its
+// cache) and claims them one at a time from the front; a thread that has run out steals
+// unclaimed chunks from the back of the others' segments. So a thread that loses its core
+// delays the batch by at most the one chunk it holds, and the caller never waits for a worker
+// that has not started: it steals whatever that worker has not claimed.
 //
 // Waiting: a thread that waits (a worker for the next batch, the caller for the last chunks)
 // spins with `pause` for a few microseconds, then yields its core for a while so that a thread
@@ -20,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -87,22 +91,27 @@ class WorkerPool {
   void Run(Task task, void* context, int64_t num_chunks, int helpers);
 
  private:
+  // One thread's chunks of the current batch, [front, back): generation (bits 32-63), front
+  // (16-31), back (0-15). The owner takes the front, thieves the back, each by compare-exchange
+  // on the whole word, so a thread that wakes late can never claim a newer batch's chunk.
+  struct alignas(64) Segment {
+    std::atomic<uint64_t> word{0};
+  };
+
   void Loop(uint32_t index);
-  // Claims and runs chunks of the batch in the cursor until none is left; returns how many it
-  // ran and sets `total` to that batch's chunk count. Every chunk it ran belongs to one batch:
-  // that batch cannot end, nor a newer one start, before they are counted in done_.
-  uint32_t Claim(uint32_t* total);
+  // Runs chunks of batch `generation` as thread `self` of `participants`: its own segment
+  // first, then the others' from the back, until none is left; returns how many it ran. Every
+  // chunk it ran belongs to that batch, which cannot end, nor a newer one start, before they
+  // are counted in done_. task_, context_ and total_ are read only after a claim succeeded.
+  uint32_t Work(uint32_t self, uint32_t participants, uint32_t generation);
 
   std::vector<std::thread> threads_;
-  // The batch: generation (bits 32-63), chunk count (16-31), next unclaimed chunk (0-15). A
-  // claim is a compare-exchange, so a worker that wakes late can never claim a chunk of a newer
-  // batch with an older batch's count. task_ and context_ are read only after a claim succeeds:
-  // the batch they belong to cannot end, and the next Run cannot rewrite them, before that
-  // chunk is counted in done_.
-  alignas(64) std::atomic<uint64_t> cursor_{0};
+  std::unique_ptr<Segment[]> segments_;  // one per thread, the caller's first
   Task task_ = nullptr;
   void* context_ = nullptr;
+  uint32_t total_ = 0;                               // chunks of the current batch
   alignas(64) std::atomic<uint32_t> generation_{0};  // futex word: a new batch is published
+  std::atomic<uint32_t> participants_{1};            // threads taking part in the batch
   std::atomic<uint32_t> sleepers_{0};                // workers asleep on generation_
   std::atomic<uint32_t> helpers_{0};                 // futex word: workers 1..helpers_ take part
   std::atomic<bool> stop_{false};
@@ -110,12 +119,13 @@ class WorkerPool {
   std::atomic<uint32_t> caller_asleep_{0};     // Run sleeps on done_
 };
 
-// Chooses the thread count of each batch step from 1 to `max_threads`. It runs with the current
-// choice for an interval (counted in seconds spent in batch steps, starting at 20 ms and
-// doubling up to 1 s while the choice holds), then probes a neighbouring count for at least
-// 10 ms and 16 steps, and moves there when the probe's mean step time is at least 3% lower.
-// Means, not medians: a descheduled thread shows up as a rare long step. Only timing changes
-// with the choice; results never depend on it.
+// Chooses the thread count of each batch step from 1 to `max_threads`. It measures the mean step
+// time over blocks of at least 10 ms and 16 steps (time spent inside batch steps). After an
+// interval with the current choice (20 ms, doubling up to 1 s while the choice holds) it
+// probes a neighbouring count for one block and moves there when the probe's mean is at least
+// 3% below the last block of the current choice. A block 25% slower than the one before (the
+// machine got busy) starts a probe of one thread fewer at once. Means, not medians: a
+// descheduled thread shows up as a rare long step. Results never depend on the choice.
 class ThreadTuner {
  public:
   explicit ThreadTuner(int max_threads);
@@ -128,15 +138,18 @@ class ThreadTuner {
   void Record(double seconds);
 
  private:
+  void StartProbe(int direction);
+
   int max_threads_;
   int chosen_;
   int candidate_ = 1;
   int direction_ = -1;  // the neighbour to probe next: chosen_ - 1 or chosen_ + 1
   bool probing_ = false;
   double interval_;
-  double chosen_mean_ = 0.0;
-  double window_seconds_ = 0.0;
-  int64_t window_steps_ = 0;
+  double since_probe_ = 0.0;  // seconds stepped with the current choice since the last probe
+  double chosen_mean_ = 0.0;  // mean step time of the current choice's last block; 0: none yet
+  double block_seconds_ = 0.0;
+  int64_t block_steps_ = 0;
 };
 
 }  // namespace fastbatch

@@ -51,6 +51,21 @@ FB_TEST(DropsToOneThreadWhenASecondIsSlowerAndComesBackLater) {
   FB_CHECK_EQ(tuner.chosen(), 2);
 }
 
+FB_TEST(ReactsWithinAFewBlocksWhenTheMachineGetsBusy) {
+  ThreadTuner tuner(2);
+  Drive(&tuner, [](int t) { return 100e-6 / t; }, 100000);  // settled: probes 1 s apart
+  FB_CHECK_EQ(tuner.chosen(), 2);
+  double elapsed = 0.0;
+  while (tuner.chosen() != 1 && elapsed < 10.0) {
+    const double seconds = tuner.threads() == 1 ? 100e-6 : 400e-6;
+    tuner.Record(seconds);
+    elapsed += seconds;
+  }
+  // A slow block starts a probe at once: the block in progress, a slow one and the probe
+  // (10 ms each), not a 1 s interval.
+  FB_CHECK_MSG(elapsed <= 0.035, std::to_string(elapsed) + " s");
+}
+
 FB_TEST(HillClimbsToTheBestOfManyCounts) {
   ThreadTuner tuner(8);
   auto model = [](int t) { return 1e-4 * (1.0 / t + 0.02 * t * t); };  // fastest at 3
