@@ -160,7 +160,7 @@ class _VectorPool:
         """Threads stepping the batch (the caller counts as one); 0 after close."""
     @property
     def active_threads(self) -> int:
-        """How many of them the thread tuner has stepping each batch now; 0 after close."""
+        """How many of them the thread tuner has stepping envs now; 0 after close."""
 
 def _builtin_env_types() -> dict[str, _EnvType]:
     """Every env compiled into the extension, by id (ids starting with ``_`` are test envs)."""

@@ -212,11 +212,11 @@ class NativeVectorEnv(BatchVectorEnv):
 
     @property
     def active_workers(self) -> int:
-        """How many of the :attr:`num_workers` threads step each batch now. The pool times its
-        batch steps and moves to the count that measures fastest, probing the neighbouring
-        counts now and then: with a core taken by another process, fewer threads can be faster
-        than all of them. Results never depend on it. In async mode it is :attr:`num_workers`
-        (the async threads and the caller take queued envs as they come)."""
+        """How many of the :attr:`num_workers` threads step envs now (the calling thread counts
+        as one). The pool times its batch steps (async mode: its ``recv`` cycles) and moves to
+        the count that measures fastest, probing the neighbouring counts now and then: with a
+        core taken by another process, or with envs too cheap to share, fewer threads can be
+        faster than all of them. Results never depend on it."""
         return self._pool.active_threads
 
     @property

@@ -13,11 +13,15 @@
 // on the thread count or on which thread stepped which chunk: an env's step reads only its own
 // state, RNG and action row.
 //
-// Async mode (batch_size < num_envs): Send publishes env ids on a lock-free job ring; the
-// num_threads() - 1 async threads, and the caller while it waits in Recv, claim runs of queued
-// envs, step them into staging rows and publish their ids on a lock-free done ring; Recv takes
-// batch_size ids from it in completion order. A waiting thread spins, then yields, then sleeps on
-// a futex word that is signalled only when someone sleeps on it.
+// Async mode (batch_size < num_envs): each env has a home among the num_threads() - 1 async
+// threads (contiguous blocks, so an env's state stays in one core's cache), and Send publishes
+// its id on that thread's lock-free FIFO job ring. Each thread claims runs of envs from the
+// front of its ring, steps them into staging rows and publishes their ids on a lock-free done
+// ring; Recv takes batch_size ids from it in completion order and, while results are missing,
+// steals queued envs from the front of the rings and steps them itself. The ThreadTuner times
+// recv cycles and parks async threads when fewer measure faster (the caller then steps
+// everything). A waiting thread spins, then yields, then sleeps on a futex word that is
+// signalled only when someone sleeps on it.
 #ifndef FASTBATCH_CORE_VECTOR_POOL_H_
 #define FASTBATCH_CORE_VECTOR_POOL_H_
 
@@ -83,9 +87,9 @@ class VectorPool {
   int64_t num_envs() const { return num_envs_; }
   // The configured thread count (the caller counts as one), clamped to [1, num_envs].
   int num_threads() const { return max_threads_; }
-  // How many of them the tuner currently has stepping each sync batch (num_threads() in async
-  // mode, where every async thread and the caller take jobs as they come).
-  int active_threads() const { return is_async() ? max_threads_ : tuner_.chosen(); }
+  // How many of them the tuner currently has stepping (sync: each batch; async: the caller and
+  // the async threads not parked).
+  int active_threads() const { return tuner_.chosen(); }
   int64_t chunk_size() const { return chunk_size_; }
   int64_t obs_row_bytes() const { return obs_row_bytes_; }
   const fb_spec& spec() const { return *spec_; }
@@ -158,10 +162,15 @@ class VectorPool {
 
   // Async mode (vector_pool_async.cc).
   void StartAsync(int threads);
-  void AsyncLoop();
-  // Claims up to a fair share of the queued envs, steps them and publishes them as done;
-  // returns how many it stepped (0: none queued).
-  int64_t StepQueued(std::vector<int64_t>* ids);
+  void AsyncLoop(int home);
+  // How much of a ring's queue a claim takes: all (a lone thread), half (the ring's owner), a
+  // quarter (a thief, which also looks at every other ring).
+  enum class Share { kAll, kOwner, kThief };
+  // Claims envs from the front of job ring `ring` (a thief: or the next ones), steps them and
+  // publishes them as done; returns how many it stepped (0: none queued where it looked).
+  int64_t StepQueued(int ring, Share share, std::vector<int64_t>* ids);
+  bool AnyQueued() const;
+  int Home(int64_t env) const;  // the job ring env is queued on
   // Waits (stepping queued envs meanwhile) until done positions [done_head_, end) are filled.
   void WaitForDone(int64_t end);
   void DrainAsync();
@@ -207,36 +216,47 @@ class VectorPool {
   bool broken_ = false;  // a Step or Reset failed; a full Reset() clears it
   bool last_was_recv_ = false;
 
-  // Async mode. Staging rows are indexed by env. Positions on both rings count up forever
-  // (slot = position & ring_mask_, capacity the power of 2 >= num_envs); at most num_envs envs
-  // are in flight, so no ring overflows.
-  // Job ring: one producer (Send), consumers claim [head, head + k) by compare-exchange after
-  // reading the ids, so the producer reuses a slot only after its id was read. Done ring: the
-  // thread that stepped a run of envs reserves positions with fetch_add and fills each slot's
-  // `seq` (position + 1) after its `env`; Recv, the only consumer, reads in position order.
-  // Everything else here belongs to the caller thread, except the per-env rows of an env in
-  // flight, which belong to whoever claimed it until it is published as done.
-  struct DoneSlot {
+  // Async mode. Staging rows are indexed by env. Positions on the rings count up forever (slot =
+  // position & mask, capacity a power of 2); at most num_envs envs are in flight, each queued
+  // once on its home's ring, so no ring overflows. A job ring has one
+  // producer (Send); consumers claim [head, head + k) by compare-exchange after reading the
+  // ids, so the producer reuses a slot only after its id was read. Done ring: the thread that
+  // stepped a run of envs reserves positions [p, p + k) with fetch_add, stores the ids, then the
+  // run's header at slot p: its length, then seq = p + 1 (release). Recv, the only consumer,
+  // walks the headers in position order. Everything else here belongs to the caller thread,
+  // except the per-env rows of an env in flight, which belong to whoever claimed it until it
+  // is published as done.
+  struct JobRing {
+    std::unique_ptr<std::atomic<int64_t>[]> ids;
+    int64_t mask = 0;
+    alignas(64) std::atomic<int64_t> head{0};
+    alignas(64) std::atomic<int64_t> tail{0};
+  };
+  struct DoneRun {
     std::atomic<int64_t> seq{0};
-    std::atomic<int64_t> env{0};
+    std::atomic<int64_t> length{0};
   };
   int64_t batch_size_;
   int64_t action_row_bytes_ = 0;
   std::vector<std::thread> async_threads_;
   int num_async_threads_ = 0;
-  int64_t ring_mask_ = 0;
-  std::unique_ptr<std::atomic<int64_t>[]> job_ids_;
-  std::unique_ptr<DoneSlot[]> done_ring_;
-  alignas(64) std::atomic<int64_t> job_head_{0};
-  alignas(64) std::atomic<int64_t> job_tail_{0};
-  std::atomic<uint32_t> job_signal_{0};    // futex word: bumped by Send and StopAsync
-  std::atomic<uint32_t> job_sleepers_{0};  // async threads asleep on job_signal_
+  int64_t ring_mask_ = 0;                 // the done ring's
+  std::unique_ptr<JobRing[]> job_rings_;  // the caller's, then one per async thread
+  int num_job_rings_ = 0;
+  std::vector<int64_t> send_counts_;  // per job ring, while Send queues
+  std::unique_ptr<std::atomic<int64_t>[]> done_ids_;
+  std::unique_ptr<DoneRun[]> done_runs_;
+  alignas(64) std::atomic<uint32_t> job_signal_{0};  // futex word: bumped by Send and StopAsync
+  std::atomic<uint32_t> job_sleepers_{0};            // async threads asleep on job_signal_
   std::atomic<bool> async_stop_{false};
+  std::atomic<uint32_t> async_active_{0};  // futex word: async threads 0..n-1 take jobs
+  double last_recv_ = 0.0;                 // when the last Recv returned; 0: none since reset
   alignas(64) std::atomic<int64_t> done_reserved_{0};
   std::atomic<uint32_t> done_published_{0};  // futex word: envs published as done (mod 2^32)
   alignas(64) std::atomic<uint32_t> recv_asleep_{0};
   std::atomic<uint32_t> recv_wanted_{0};  // done_published_ value Recv sleeps for
   int64_t done_head_ = 0;                 // the next done position Recv reads (caller only)
+  int64_t done_checked_ = 0;              // positions below it are known published (caller only)
   std::vector<uint8_t> in_flight_;
   int64_t num_in_flight_ = 0;
   std::vector<int64_t> help_ids_;  // the caller's claimed job ids while it helps

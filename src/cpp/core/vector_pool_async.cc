@@ -14,13 +14,18 @@ namespace {
 using std::chrono::microseconds;
 
 // The most queued envs one claim takes: large enough that a claim (one compare-exchange) costs
-// little per env, small enough that the caller, helping inside Recv, returns soon.
-constexpr int64_t kMaxClaim = 256;
-// An async thread with nothing queued spins, then yields, then sleeps (see worker_pool.h).
-constexpr microseconds kJobSpin{20};
+// little per env, small enough that the caller, helping inside Recv, returns soon and that
+// half of a ring is always left for a thread that runs out of its own envs.
+constexpr int64_t kMaxClaim = 128;
+// An async thread with nothing queued spins, then yields, then sleeps (see worker_pool.cc on
+// why the pure spinning is short).
+constexpr microseconds kJobSpin{2};
 constexpr microseconds kJobYield{200};
+// Recv waits this long (yielding after kRecvSpin) for an async thread's results before it
+// steals that thread's envs.
+constexpr microseconds kStealDelay{5};
 // Recv with nothing left to step waits for the async threads' last envs.
-constexpr microseconds kRecvSpin{30};
+constexpr microseconds kRecvSpin{2};
 constexpr microseconds kRecvYield{200};
 
 // Wrap-aware `a >= b` for 32-bit counters that are never more than 2^31 apart.
@@ -32,11 +37,28 @@ void VectorPool::StartAsync(int threads) {
   const auto n = static_cast<size_t>(num_envs_);
   action_row_bytes_ = spec_->action.is_discrete ? 8 : DTypeSize(spec_->action.dtype);
   for (int32_t d = 0; d < spec_->action.ndim; ++d) action_row_bytes_ *= spec_->action.shape[d];
-  size_t capacity = 1;
-  while (capacity < n) capacity *= 2;
-  ring_mask_ = static_cast<int64_t>(capacity) - 1;
-  job_ids_ = std::make_unique<std::atomic<int64_t>[]>(capacity);
-  done_ring_ = std::make_unique<DoneSlot[]>(capacity);
+  auto power_of_2 = [](int64_t at_least) {
+    int64_t capacity = 1;
+    while (capacity < at_least) capacity *= 2;
+    return capacity;
+  };
+  const int64_t capacity = power_of_2(num_envs_);
+  ring_mask_ = capacity - 1;
+  // Envs are homed in contiguous blocks, one per async thread (on the caller when there are
+  // none), so each env's state stays in one core's cache; the caller steals from the front of
+  // the rings only while it waits in Recv.
+  num_async_threads_ = threads - 1;
+  num_job_rings_ = std::max(1, num_async_threads_);
+  job_rings_ = std::make_unique<JobRing[]>(static_cast<size_t>(num_job_rings_));
+  for (int r = 0; r < num_job_rings_; ++r) {
+    const int64_t homed = (num_envs_ + num_job_rings_ - 1) / num_job_rings_ + 1;
+    job_rings_[r].mask = power_of_2(homed) - 1;
+    job_rings_[r].ids =
+        std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(job_rings_[r].mask + 1));
+  }
+  send_counts_.assign(static_cast<size_t>(num_job_rings_), 0);
+  done_ids_ = std::make_unique<std::atomic<int64_t>[]>(capacity);
+  done_runs_ = std::make_unique<DoneRun[]>(capacity);
   stage_actions_.assign(n * static_cast<size_t>(action_row_bytes_), 0);
   stage_obs_.assign(n * static_cast<size_t>(obs_row_bytes_), 0);
   stage_reward_.assign(n, 0.0f);
@@ -51,35 +73,58 @@ void VectorPool::StartAsync(int threads) {
   recv_time_.assign(b, 0.0);
   if (mode_ == AutoresetMode::kSameStep)
     recv_final_obs_.assign(b * static_cast<size_t>(obs_row_bytes_), 0);
-  help_ids_.resize(static_cast<size_t>(kMaxClaim));
-  // The caller steps queued envs while it waits in Recv, so it counts as one of the threads.
-  num_async_threads_ = threads - 1;
+  help_ids_.resize(static_cast<size_t>(std::max(kMaxClaim, num_envs_)));
+  async_active_.store(static_cast<uint32_t>(num_async_threads_), std::memory_order_relaxed);
   async_threads_.reserve(static_cast<size_t>(num_async_threads_));
   for (int t = 0; t < num_async_threads_; ++t) {
-    async_threads_.emplace_back(&VectorPool::AsyncLoop, this);
+    async_threads_.emplace_back(&VectorPool::AsyncLoop, this, t);
   }
 }
 
-int64_t VectorPool::StepQueued(std::vector<int64_t>* ids) {
-  int64_t head = job_head_.load(std::memory_order_relaxed);
-  int64_t take = 0;
-  for (;;) {
-    const int64_t tail = job_tail_.load(std::memory_order_acquire);
-    if (head >= tail) return 0;
-    // A share that leaves the other threads work (all of it when no other thread steps).
-    const int64_t share = max_threads_ == 1 ? tail - head : (tail - head) / (2 * max_threads_);
-    take = std::clamp<int64_t>(share, 1, kMaxClaim);
-    // Read the ids before claiming them: Send reuses a slot only once its position is claimed,
-    // so the claim succeeds only if what was read is still this position's id.
-    for (int64_t j = 0; j < take; ++j) {
-      (*ids)[static_cast<size_t>(j)] =
-          job_ids_[(head + j) & ring_mask_].load(std::memory_order_relaxed);
-    }
-    if (job_head_.compare_exchange_weak(head, head + take, std::memory_order_acq_rel,
-                                        std::memory_order_relaxed)) {
-      break;
+bool VectorPool::AnyQueued() const {
+  for (int r = 0; r < num_job_rings_; ++r) {
+    if (job_rings_[r].tail.load(std::memory_order_acquire) >
+        job_rings_[r].head.load(std::memory_order_relaxed)) {
+      return true;
     }
   }
+  return false;
+}
+
+int VectorPool::Home(int64_t env) const {
+  return static_cast<int>(env * num_job_rings_ / num_envs_);
+}
+
+int64_t VectorPool::StepQueued(int ring_index, Share share, std::vector<int64_t>* ids) {
+  int64_t take = 0;
+  // Ring `ring_index`, then (a thief) the others in turn; each in FIFO order, so no env waits
+  // behind envs sent after it.
+  const int rings = share == Share::kThief ? num_job_rings_ : 1;
+  for (int k = 0; k < rings && take == 0; ++k) {
+    JobRing& ring = job_rings_[(ring_index + k) % num_job_rings_];
+    int64_t head = ring.head.load(std::memory_order_relaxed);
+    for (;;) {
+      const int64_t tail = ring.tail.load(std::memory_order_acquire);
+      if (head >= tail) break;
+      // The owner takes half (so a thief finds some), a thief a quarter, a lone thread all.
+      const int64_t queued = tail - head;
+      take = share == Share::kAll     ? std::min(queued, static_cast<int64_t>(ids->size()))
+             : share == Share::kOwner ? std::clamp<int64_t>((queued + 1) / 2, 1, kMaxClaim)
+                                      : std::clamp<int64_t>((queued + 3) / 4, 1, kMaxClaim / 2);
+      // Read the ids before claiming them: Send reuses a slot only once its position is
+      // claimed, so the claim succeeds only if what was read is still this position's id.
+      for (int64_t j = 0; j < take; ++j) {
+        (*ids)[static_cast<size_t>(j)] =
+            ring.ids[(head + j) & ring.mask].load(std::memory_order_relaxed);
+      }
+      if (ring.head.compare_exchange_weak(head, head + take, std::memory_order_acq_rel,
+                                          std::memory_order_relaxed)) {
+        break;
+      }
+      take = 0;
+    }
+  }
+  if (take == 0) return 0;
   BatchOut stage;
   stage.obs = stage_obs_.data();
   stage.reward = stage_reward_.data();
@@ -92,7 +137,7 @@ int64_t VectorPool::StepQueued(std::vector<int64_t>* ids) {
     const int64_t first = (*ids)[static_cast<size_t>(j)];
     int64_t end = first + 1;
     for (++j; j < take && (*ids)[static_cast<size_t>(j)] == end; ++j) ++end;
-    for (int64_t i = first; i < end; ++i) env_failed_[static_cast<size_t>(i)] = 0;
+    std::memset(env_failed_.data() + first, 0, static_cast<size_t>(end - first));
     for (int64_t i = first; i < end;) {
       fb_error error{};
       int64_t stepped_end = end;
@@ -107,14 +152,16 @@ int64_t VectorPool::StepQueued(std::vector<int64_t>* ids) {
       i = failed + 1;
     }
   }
-  // Publish: each slot's env before its seq (release), then wake a sleeping Recv that now has
-  // enough envs published.
+  // Publish: the ids, then the run's header (seq last, release); then wake a sleeping Recv
+  // that now has enough envs published.
   const int64_t position = done_reserved_.fetch_add(take, std::memory_order_relaxed);
   for (int64_t j = 0; j < take; ++j) {
-    DoneSlot& slot = done_ring_[(position + j) & ring_mask_];
-    slot.env.store((*ids)[static_cast<size_t>(j)], std::memory_order_relaxed);
-    slot.seq.store(position + j + 1, std::memory_order_release);
+    done_ids_[(position + j) & ring_mask_].store((*ids)[static_cast<size_t>(j)],
+                                                 std::memory_order_relaxed);
   }
+  DoneRun& run = done_runs_[position & ring_mask_];
+  run.length.store(take, std::memory_order_relaxed);
+  run.seq.store(position + 1, std::memory_order_release);
   const uint32_t published =
       done_published_.fetch_add(static_cast<uint32_t>(take), std::memory_order_seq_cst) +
       static_cast<uint32_t>(take);
@@ -125,14 +172,19 @@ int64_t VectorPool::StepQueued(std::vector<int64_t>* ids) {
   return take;
 }
 
-void VectorPool::AsyncLoop() {
+void VectorPool::AsyncLoop(int home) {  // home: this thread's index and job ring
   std::vector<int64_t> ids(static_cast<size_t>(kMaxClaim));
-  auto queued = [this] {
-    return async_stop_.load(std::memory_order_relaxed) ||
-           job_tail_.load(std::memory_order_acquire) > job_head_.load(std::memory_order_relaxed);
-  };
+  auto queued = [this] { return async_stop_.load(std::memory_order_relaxed) || AnyQueued(); };
+  const auto index = static_cast<uint32_t>(home);
   for (;;) {
-    if (StepQueued(&ids) > 0) continue;
+    // Parked while the tuner leaves this thread out; Recv changes the word only when the count
+    // changes, and the caller steps (steals) the envs homed here meanwhile.
+    for (uint32_t a; (a = async_active_.load(std::memory_order_acquire)) <= index;) {
+      if (async_stop_.load(std::memory_order_acquire)) return;
+      async_active_.wait(a, std::memory_order_acquire);
+    }
+    if (StepQueued(home, Share::kOwner, &ids) > 0) continue;
+    if (num_job_rings_ > 1 && StepQueued(home + 1, Share::kThief, &ids) > 0) continue;
     if (!SpinThenYield(queued, kJobSpin, kJobYield)) {
       job_sleepers_.fetch_add(1, std::memory_order_seq_cst);
       // Re-check after announcing ourselves: a Send that missed the announcement bumped the
@@ -146,21 +198,34 @@ void VectorPool::AsyncLoop() {
 }
 
 void VectorPool::WaitForDone(int64_t end) {
-  auto filled = [this](int64_t p) {
-    return done_ring_[p & ring_mask_].seq.load(std::memory_order_acquire) == p + 1;
+  // The run published at done_checked_, if any: it covers [done_checked_, + length).
+  auto next_run = [this] {
+    const DoneRun& run = done_runs_[done_checked_ & ring_mask_];
+    return run.seq.load(std::memory_order_acquire) == done_checked_ + 1;
   };
-  for (int64_t p = done_head_; p < end;) {
-    if (filled(p)) {
-      ++p;
+  while (done_checked_ < end) {
+    if (next_run()) {
+      done_checked_ +=
+          done_runs_[done_checked_ & ring_mask_].length.load(std::memory_order_relaxed);
       continue;
     }
-    if (StepQueued(&help_ids_) > 0) continue;
+    const uint32_t active = async_active_.load(std::memory_order_relaxed);
+    if (active == 0) {  // no async thread steps: take everything
+      if (StepQueued(0, Share::kAll, &help_ids_) > 0) continue;
+      if (StepQueued(0, Share::kThief, &help_ids_) > 0) continue;
+    } else {
+      // Before stealing an async thread's envs (and their cache lines), give it a moment: a
+      // thread stepping cheap envs publishes within it, and the caller's time is better spent
+      // returning to its own work.
+      if (SpinThenYield(next_run, kRecvSpin, kStealDelay)) continue;
+      if (StepQueued(0, Share::kThief, &help_ids_) > 0) continue;
+    }
     // Nothing left to claim: the envs still missing are being stepped by async threads.
-    if (SpinThenYield([&] { return filled(p); }, kRecvSpin, kRecvYield)) continue;
+    if (SpinThenYield(next_run, kRecvSpin, kRecvYield)) continue;
     recv_wanted_.store(static_cast<uint32_t>(end), std::memory_order_relaxed);
     recv_asleep_.store(1, std::memory_order_seq_cst);
     const uint32_t published = done_published_.load(std::memory_order_seq_cst);
-    if (!filled(p)) done_published_.wait(published, std::memory_order_acquire);
+    if (!next_run()) done_published_.wait(published, std::memory_order_acquire);
     recv_asleep_.store(0, std::memory_order_relaxed);
   }
 }
@@ -170,6 +235,8 @@ void VectorPool::StopAsync() {
   async_stop_.store(true, std::memory_order_seq_cst);
   job_signal_.fetch_add(1, std::memory_order_seq_cst);
   job_signal_.notify_all();
+  async_active_.store(static_cast<uint32_t>(num_async_threads_) + 1, std::memory_order_seq_cst);
+  async_active_.notify_all();
   for (auto& t : async_threads_) t.join();
   async_threads_.clear();
 }
@@ -179,6 +246,7 @@ void VectorPool::DrainAsync() {
   done_head_ += num_in_flight_;
   std::fill(in_flight_.begin(), in_flight_.end(), 0);
   num_in_flight_ = 0;
+  last_recv_ = 0.0;  // the tuner times steady recv cycles, not the drain
 }
 
 void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions) {
@@ -188,7 +256,7 @@ void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions
         "a previous step raised an env error; call reset() before sending again");
   }
   // Validate everything before the first side effect. Bit 2 of in_flight_ marks ids seen in
-  // this call (to find duplicates) and is cleared again before returning or throwing.
+  // this call (to find duplicates): cleared before throwing, overwritten by 1 when queued.
   std::string error;
   bool state_error = false;
   int64_t j = 0;
@@ -212,27 +280,36 @@ void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions
     }
     in_flight_[k] |= 2;
   }
-  for (int64_t q = 0; q < j; ++q) in_flight_[static_cast<size_t>(env_ids[q])] &= 1;
   if (!error.empty()) {
+    for (int64_t q = 0; q < j; ++q) in_flight_[static_cast<size_t>(env_ids[q])] &= 1;
     if (state_error) throw AsyncStateError(error);
     throw std::invalid_argument(error);
   }
   const auto* src = static_cast<const uint8_t*>(actions);
-  const int64_t tail = job_tail_.load(std::memory_order_relaxed);  // only Send writes it
   const auto action_row = static_cast<size_t>(action_row_bytes_);
+  std::fill(send_counts_.begin(), send_counts_.end(), 0);
   for (j = 0; j < count;) {  // runs of consecutive ids: one copy of their action rows each
     const int64_t first = env_ids[j];
     int64_t q = j;
     for (; q < count && env_ids[q] == first + (q - j); ++q) {
-      in_flight_[static_cast<size_t>(env_ids[q])] = 1;
-      job_ids_[(tail + q) & ring_mask_].store(env_ids[q], std::memory_order_relaxed);
+      const int64_t i = env_ids[q];
+      in_flight_[static_cast<size_t>(i)] = 1;
+      const int r = Home(i);
+      JobRing& ring = job_rings_[r];
+      const int64_t at = ring.tail.load(std::memory_order_relaxed) + send_counts_[r]++;
+      ring.ids[at & ring.mask].store(i, std::memory_order_relaxed);  // only Send writes tails
     }
     std::memcpy(stage_actions_.data() + static_cast<size_t>(first) * action_row,
                 src + static_cast<size_t>(j) * action_row, static_cast<size_t>(q - j) * action_row);
     j = q;
   }
   num_in_flight_ += count;
-  job_tail_.store(tail + count, std::memory_order_release);
+  for (int r = 0; r < num_job_rings_; ++r) {
+    if (send_counts_[r] == 0) continue;
+    JobRing& ring = job_rings_[r];
+    ring.tail.store(ring.tail.load(std::memory_order_relaxed) + send_counts_[r],
+                    std::memory_order_release);
+  }
   job_signal_.fetch_add(1, std::memory_order_seq_cst);
   if (job_sleepers_.load(std::memory_order_seq_cst) != 0) job_signal_.notify_all();
 }
@@ -248,7 +325,7 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
   const int64_t b = batch_size_;
   WaitForDone(done_head_ + b);
   for (int64_t j = 0; j < b; ++j) {
-    env_ids[j] = done_ring_[(done_head_ + j) & ring_mask_].env.load(std::memory_order_relaxed);
+    env_ids[j] = done_ids_[(done_head_ + j) & ring_mask_].load(std::memory_order_relaxed);
   }
   done_head_ += b;
   last_was_recv_ = true;
@@ -276,15 +353,25 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
       std::memcpy(recv_final_obs_.data() + at * row, final_obs_.data() + k * row, len * row);
     }
     std::memset(in_flight_.data() + k, 0, len);
-    for (size_t i = k; i < k + len; ++i) {
-      ended += done_[i];
-      if (env_failed_[i] && (failed < 0 || static_cast<int64_t>(i) < failed)) {
-        failed = static_cast<int64_t>(i);
-      }
+    for (size_t i = k; i < k + len; ++i) ended += done_[i];
+    const void* hit = std::memchr(env_failed_.data() + k, 1, len);
+    if (hit != nullptr) {
+      const int64_t i = static_cast<const uint8_t*>(hit) - env_failed_.data();
+      if (failed < 0 || i < failed) failed = i;
     }
     j = q;
   }
   num_in_flight_ -= b;
+  // The tuner times whole recv cycles (the caller's own work between them included: the async
+  // threads step meanwhile) and sets the async threads taking part in the next one.
+  const double now = Now();
+  if (last_recv_ > 0.0) tuner_.Record(now - last_recv_);
+  last_recv_ = now;
+  const auto active = static_cast<uint32_t>(tuner_.threads() - 1);
+  if (async_active_.load(std::memory_order_relaxed) != active) {
+    async_active_.store(active, std::memory_order_seq_cst);
+    async_active_.notify_all();
+  }
   if (failed >= 0) {
     broken_ = true;
     const fb_error& error = env_errors_[static_cast<size_t>(failed)];

@@ -9,14 +9,17 @@ namespace {
 
 using std::chrono::microseconds;
 
-// A worker waiting for the next batch spins this long (a tight stepping loop comes back within
-// it), then yields its core until kIdleYield has passed (a policy step between batches usually
-// ends within it), then sleeps.
-constexpr microseconds kIdleSpin{20};
+// Pure spinning lasts only a few microseconds everywhere: when the scheduler puts two of our
+// threads on one CPU (the machine is oversubscribed), a spinning thread holds up the very
+// thread it waits for, while yielding hands that thread the CPU (and costs about a microsecond
+// when nothing else wants it).
+// A worker waiting for the next batch spins, then yields its core until kIdleYield has passed
+// (a tight stepping loop, or a policy step between batches, comes back within it), then sleeps.
+constexpr microseconds kIdleSpin{2};
 constexpr microseconds kIdleYield{200};
-// The caller waiting for the chunks that workers still hold: at most one chunk's time spinning,
-// then yielding (a descheduled worker may share the caller's core), then sleeping.
-constexpr microseconds kDoneSpin{30};
+// The caller waiting for the chunks that workers still hold: spins, then yields (a descheduled
+// worker may share the caller's core), then sleeps.
+constexpr microseconds kDoneSpin{2};
 constexpr microseconds kDoneYield{200};
 
 constexpr uint64_t Pack(uint32_t generation, uint64_t front, uint64_t back) {

@@ -119,11 +119,11 @@ class WorkerPool {
   std::atomic<uint32_t> caller_asleep_{0};     // Run sleeps on done_
 };
 
-// Chooses the thread count of each batch step from 1 to `max_threads`. It measures the mean step
-// time over blocks of at least 10 ms and 16 steps (time spent inside batch steps). After an
-// interval with the current choice (20 ms, doubling up to 1 s while the choice holds) it
-// probes a neighbouring count for one block and moves there when the probe's mean is at least
-// 3% below the last block of the current choice. A block 25% slower than the one before (the
+// Chooses the thread count of each batch step (or async recv cycle) from 1 to `max_threads`. It
+// measures the mean step time over blocks of at least 10 ms and 16 steps (time spent inside batch
+// steps). After an interval with the current choice (20 ms, doubling up to 1 s while the choice
+// holds) it probes a neighbouring count for one block and moves there when the probe's mean is at
+// least 3% below the last block of the current choice. A block 25% slower than the one before (the
 // machine got busy) starts a probe of one thread fewer at once. Means, not medians: a
 // descheduled thread shows up as a rare long step. Results never depend on the choice.
 class ThreadTuner {
