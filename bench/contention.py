@@ -20,6 +20,8 @@ Sections:
   latency   microseconds per batch step with 1 env (CartPole); the CPU an idle pool uses.
 
 Every rate is env steps per second (batch steps x rows per batch), actions drawn before timing.
+`others`: the cores that processes other than this one and its busy loop used during the timed
+runs of the row (the machine is shared: "idle" means no busy loop of ours, not an idle machine).
 Results are printed and written as JSON.
 """
 
@@ -49,15 +51,40 @@ def cores() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+BUSY_PIDS: list[int] = []  # our busy-loop process, while it runs
+
+
+def cpu_seconds_not_ours() -> tuple[float, float]:
+    """(CPU seconds the machine spent busy outside this process and our busy loop, wall time):
+    two readings give the other processes' load over an interval, in cores."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:9]]
+    busy = (sum(ticks) - ticks[3] - ticks[4]) / TICK  # all but idle and iowait
+    for pid in BUSY_PIDS:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        busy -= (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+    return busy - time.process_time(), time.perf_counter()
+
+
+def others_load(start: tuple[float, float]) -> float:
+    """Cores the other processes used since `start` (from cpu_seconds_not_ours)."""
+    busy, wall = cpu_seconds_not_ours()
+    return max(0.0, (busy - start[0]) / (wall - start[1]))
+
+
 @contextlib.contextmanager
 def busy_core(core: int):
     """A busy-loop process pinned to `core` for the duration of the block."""
     code = f"import os\nos.sched_setaffinity(0, {{{core}}})\nwhile True:\n    pass\n"
     proc = subprocess.Popen([sys.executable, "-c", code])
+    BUSY_PIDS.append(proc.pid)
     try:
         time.sleep(0.3)  # let it start spinning
         yield proc
     finally:
+        BUSY_PIDS.remove(proc.pid)
         proc.kill()
         proc.wait()
 
@@ -109,14 +136,16 @@ def async_stepper(env_id: str, num_envs: int, rng, **kwargs) -> Stepper:
 
 
 def compare(a: Stepper, b: Stepper, budget: float, repeats: int, warmup: float):
-    """Alternating timed runs of two steppers; (median rate of a, median rate of b)."""
+    """Alternating timed runs of two steppers; (median rate of a, median rate of b, cores the
+    other processes on the machine used meanwhile)."""
     a.rate(warmup)
     b.rate(warmup)
     rates_a, rates_b = [], []
+    start = cpu_seconds_not_ours()
     for _ in range(repeats):
         rates_a.append(a.rate(budget))
         rates_b.append(b.rate(budget))
-    return statistics.median(rates_a), statistics.median(rates_b)
+    return statistics.median(rates_a), statistics.median(rates_b), others_load(start)
 
 
 def fmt(x: float) -> str:
@@ -130,16 +159,17 @@ def sync_section(load: str, budget, repeats, warmup, rng) -> list[dict]:
             default = sync_stepper(env_id, n, rng)
             one = sync_stepper(env_id, n, rng, num_workers=1)
             try:
-                d, o = compare(default, one, budget, repeats, warmup)
+                d, o, others = compare(default, one, budget, repeats, warmup)
                 active = f"{default.env.active_workers}/{default.env.num_workers}"
             finally:
                 default.env.close()
                 one.env.close()
             row = {"load": load, "env": env_id, "num_envs": n, "default": d, "one_thread": o}
-            row["ratio"], row["active"] = d / o, active
+            row.update(ratio=d / o, active=active, others_cores=others)
             rows.append(row)
             print(
-                f"{load:<6}{env_id:<14}{n:>6}{fmt(d):>10}{fmt(o):>10}{d / o:>8.2f}x{active:>7}",
+                f"{load:<6}{env_id:<14}{n:>6}{fmt(d):>10}{fmt(o):>10}{d / o:>8.2f}x{active:>7}"
+                f"{others:>8.2f}",
                 flush=True,
             )
     return rows
@@ -153,12 +183,18 @@ def async_section(budget, repeats, warmup, rng) -> list[dict]:
         sync = sync_stepper(env_id, n, rng, **params)
         asyn = async_stepper(env_id, n, rng, **params)
         try:
-            s, a = compare(asyn, sync, budget, repeats, warmup)[::-1]
+            a, s, others = compare(asyn, sync, budget, repeats, warmup)
         finally:
             sync.env.close()
             asyn.env.close()
-        rows.append({"env": env_id, "num_envs": n, "batch_size": n // 2, "sync": s, "async": a})
-        print(f"{env_id:<22}{n:>6}{n // 2:>6}{fmt(s):>10}{fmt(a):>10}{a / s:>8.2f}x", flush=True)
+        rows.append(
+            {"env": env_id, "num_envs": n, "batch_size": n // 2, "sync": s, "async": a}
+            | {"others_cores": others}
+        )
+        print(
+            f"{env_id:<22}{n:>6}{n // 2:>6}{fmt(s):>10}{fmt(a):>10}{a / s:>8.2f}x{others:>8.2f}",
+            flush=True,
+        )
     return rows
 
 
@@ -233,13 +269,16 @@ def main(argv=None) -> int:
     if "sync" in sections:
         print(
             f"\n{'load':<6}{'env':<14}{'N':>6}{'default':>10}{'1 thread':>10}{'ratio':>9}{'active':>7}"
+            f"{'others':>8}"
         )
         rows = sync_section("idle", budget, repeats, warmup, rng)
         with busy_core(busy):
             rows += sync_section("busy", budget, repeats, warmup, rng)
         results["sync"] = rows
     if "async" in sections:
-        print(f"\n{'env (idle)':<22}{'N':>6}{'B':>6}{'sync':>10}{'async':>10}{'ratio':>9}")
+        print(
+            f"\n{'env (idle)':<22}{'N':>6}{'B':>6}{'sync':>10}{'async':>10}{'ratio':>9}{'others':>8}"
+        )
         results["async"] = async_section(budget, repeats, warmup, rng)
     if "process" in sections:
         print(f"\n{'process backend, CartPole-v1':<30}{'N':>6}{'idle':>10}{'busy':>10}{'ratio':>9}")

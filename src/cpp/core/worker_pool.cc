@@ -198,18 +198,23 @@ void ThreadTuner::Record(double seconds) {
     if (mean < chosen_mean_ * (1.0 - kMargin)) {
       chosen_ = candidate_;
       chosen_mean_ = 0.0;
+      slow_blocks_ = 0;
       interval_ = kFirstInterval;
     } else {
       interval_ = std::min(2.0 * interval_, kMaxInterval);
     }
     return;
   }
-  const bool slowed = chosen_mean_ > 0.0 && mean > kSlowdown * chosen_mean_;
-  chosen_mean_ = mean;
-  if (slowed && chosen_ > 1) {
+  // Two blocks in a row 25% slower than the reference (one can be noise): the machine got busy.
+  const bool slow = chosen_mean_ > 0.0 && mean > kSlowdown * chosen_mean_;
+  slow_blocks_ = slow ? slow_blocks_ + 1 : 0;
+  if (!slow) chosen_mean_ = mean;
+  if (slow_blocks_ >= 2 && chosen_ > 1) {
+    chosen_mean_ = mean;
+    slow_blocks_ = 0;
     interval_ = kFirstInterval;
     StartProbe(-1);
-  } else if (since_probe_ >= interval_) {
+  } else if (since_probe_ >= interval_ && !slow) {
     StartProbe(direction_);
   }
 }

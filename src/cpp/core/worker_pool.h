@@ -123,8 +123,8 @@ class WorkerPool {
 // measures the mean step time over blocks of at least 10 ms and 16 steps (time spent inside batch
 // steps). After an interval with the current choice (20 ms, doubling up to 1 s while the choice
 // holds) it probes a neighbouring count for one block and moves there when the probe's mean is at
-// least 3% below the last block of the current choice. A block 25% slower than the one before (the
-// machine got busy) starts a probe of one thread fewer at once. Means, not medians: a
+// least 3% below the last normal block of the current choice. Two blocks in a row 25% slower
+// than that (the machine got busy) start a probe of one thread fewer at once. Means, not medians: a
 // descheduled thread shows up as a rare long step. Results never depend on the choice.
 class ThreadTuner {
  public:
@@ -148,6 +148,7 @@ class ThreadTuner {
   double interval_;
   double since_probe_ = 0.0;  // seconds stepped with the current choice since the last probe
   double chosen_mean_ = 0.0;  // mean step time of the current choice's last block; 0: none yet
+  int slow_blocks_ = 0;       // blocks in a row 25% slower than chosen_mean_
   double block_seconds_ = 0.0;
   int64_t block_steps_ = 0;
 };
