@@ -41,14 +41,15 @@ int64_t ChunkSize(int64_t n, int threads) {
       break;
     }
   }
-  const int64_t chunks_wanted = 4 * static_cast<int64_t>(threads);
+  const int64_t chunks_wanted = 8 * static_cast<int64_t>(threads);
   int64_t size = (n + chunks_wanted - 1) / chunks_wanted;
   size = std::max(size, (n + kMaxChunks - 1) / kMaxChunks);
   return (size + granule - 1) / granule * granule;
 }
 
 WorkerPool::WorkerPool(int num_workers)
-    : segments_(std::make_unique<Segment[]>(static_cast<size_t>(num_workers) + 1)) {
+    : segments_(std::make_unique<Segment[]>(static_cast<size_t>(num_workers) + 1)),
+      ran_(std::make_unique<Ran[]>(static_cast<size_t>(num_workers) + 1)) {
   threads_.reserve(static_cast<size_t>(num_workers));
   for (int i = 0; i < num_workers; ++i) {
     threads_.emplace_back(&WorkerPool::Loop, this, static_cast<uint32_t>(i + 1));
@@ -82,16 +83,27 @@ void WorkerPool::Run(Task task, void* context, int64_t num_chunks, int helpers) 
   const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
   const auto participants = static_cast<uint64_t>(helpers) + 1;
   const auto chunks = static_cast<uint64_t>(num_chunks);
+  // Segments sized by what each thread ran in the last batch of this shape (a thread that
+  // starts later, or runs slower, steals less next time: the split settles where no one needs
+  // to steal, and envs stay on their thread); equal otherwise.
+  const bool same_shape = participants == last_participants_ && chunks == last_chunks_;
+  uint64_t front = 0;
   for (uint64_t t = 0; t < participants; ++t) {
-    segments_[t].word.store(
-        Pack(generation, chunks * t / participants, chunks * (t + 1) / participants),
-        std::memory_order_release);
+    const uint64_t size =
+        same_shape ? ran_[t].count : chunks * (t + 1) / participants - chunks * t / participants;
+    const uint64_t back = t + 1 == participants ? chunks : std::min(chunks, front + size);
+    segments_[t].word.store(Pack(generation, front, back), std::memory_order_release);
+    ran_[t].count = 0;
+    front = back;
   }
+  last_participants_ = participants;
+  last_chunks_ = chunks;
   participants_.store(static_cast<uint32_t>(participants), std::memory_order_relaxed);
   generation_.store(generation, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) != 0) generation_.notify_all();
 
   const uint32_t ran = Work(0, static_cast<uint32_t>(participants), generation);
+  ran_[0].count = ran;
   if (ran != 0) done_.fetch_add(ran, std::memory_order_acq_rel);
   const uint32_t total = total_;
   auto finished = [this, total] { return done_.load(std::memory_order_acquire) == total; };
@@ -160,6 +172,7 @@ void WorkerPool::Loop(uint32_t index) {
     const uint32_t ran = Work(index, participants_.load(std::memory_order_relaxed), seen);
     if (ran == 0) continue;
     const uint32_t total = total_;  // this batch's: it cannot end before `ran` is counted
+    ran_[index].count = ran;        // read by the next Run, after done_ says this batch ended
     const uint32_t before = done_.fetch_add(ran, std::memory_order_seq_cst);
     if (before + ran == total && caller_asleep_.load(std::memory_order_seq_cst) != 0) {
       done_.notify_one();

@@ -1,8 +1,9 @@
 // A fixed set of worker threads that, with the calling thread, run one task over the chunks of
 // a batch, each chunk exactly once. Each taking part thread owns a contiguous segment of the
-// chunks (the same one every batch while the thread count stays, so its envs stay in its
-// cache) and claims them one at a time from the front; a thread that has run out steals
-// unclaimed chunks from the back of the others' segments. So a thread that loses its core
+// chunks and claims them one at a time from the front; a thread that has run out steals
+// unclaimed chunks from the back of the others' segments. Segments are sized by what each
+// thread ran in the previous batch, so the split settles where no one steals and each thread
+// steps the same envs batch after batch (they stay in its cache). So a thread that loses its core
 // delays the batch by at most the one chunk it holds, and the caller never waits for a worker
 // that has not started: it steals whatever that worker has not claimed.
 //
@@ -62,11 +63,11 @@ bool SpinThenYield(Ready ready, std::chrono::microseconds spin, std::chrono::mic
   }
 }
 
-// Envs per chunk for `n` envs stepped by up to `threads` threads: about n / (4 * threads), so a
-// thread that is slow or descheduled is covered by the others, rounded up to a multiple of the
-// largest granule of 64, 16 or 4 envs that still gives every thread a chunk (else 1). At 64, chunk
-// borders split every per-env array of 1-byte flags and wider values on cache lines. The chunks
-// number at most kMaxChunks. Requires n >= 1 and threads >= 1.
+// Envs per chunk for `n` envs stepped by up to `threads` threads: about n / (8 * threads), so a
+// thread that is slow or descheduled is covered by the others and a stolen last chunk is short,
+// rounded up to a multiple of the largest granule of 64, 16 or 4 envs that still gives every thread
+// a chunk (else 1). At 64, chunk borders split every per-env array of 1-byte flags and wider values
+// on cache lines. The chunks number at most kMaxChunks. Requires n >= 1 and threads >= 1.
 int64_t ChunkSize(int64_t n, int threads);
 inline constexpr int64_t kMaxChunks = 0xFFFF;
 
@@ -106,7 +107,15 @@ class WorkerPool {
   uint32_t Work(uint32_t self, uint32_t participants, uint32_t generation);
 
   std::vector<std::thread> threads_;
+  // Chunks each thread ran in the current batch: written by that thread before it counts them
+  // in done_, read (and zeroed) by the next Run.
+  struct alignas(64) Ran {
+    uint64_t count = 0;
+  };
+
   std::unique_ptr<Segment[]> segments_;  // one per thread, the caller's first
+  std::unique_ptr<Ran[]> ran_;
+  uint64_t last_participants_ = 0, last_chunks_ = 0;  // the last batch's shape (caller only)
   Task task_ = nullptr;
   void* context_ = nullptr;
   uint32_t total_ = 0;                               // chunks of the current batch

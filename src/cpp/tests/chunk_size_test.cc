@@ -35,13 +35,13 @@ FB_TEST(OneThreadGetsOneChunk) {
   for (int64_t n : Sizes()) FB_CHECK_MSG(ChunkSize(n, 1) == n, Where(n, 1));
 }
 
-FB_TEST(ChunksAreGranuleMultiplesAboutFourPerThread) {
+FB_TEST(ChunksAreGranuleMultiplesAboutEightPerThread) {
   for (int64_t n : Sizes()) {
     for (int threads = 2; threads <= 17; ++threads) {
       const int64_t size = ChunkSize(n, threads);
       const int64_t chunks = (n + size - 1) / size;
       FB_CHECK_MSG(size >= 1 && size % ExpectedGranule(n, threads) == 0, Where(n, threads));
-      FB_CHECK_MSG(chunks <= 4 * threads && chunks <= kMaxChunks, Where(n, threads));
+      FB_CHECK_MSG(chunks <= 8 * threads && chunks <= kMaxChunks, Where(n, threads));
       // Every thread can get a chunk when there are enough envs.
       FB_CHECK_MSG(chunks >= std::min<int64_t>(n, threads), Where(n, threads));
     }
@@ -56,8 +56,8 @@ FB_TEST(ChunksAreGranuleMultiplesAboutFourPerThread) {
 FB_TEST(ExamplesGiveTheDocumentedSizes) {
   FB_CHECK_EQ(ChunkSize(1, 1), 1);
   FB_CHECK_EQ(ChunkSize(256, 2), 64);    // 4 chunks, borders on cache lines of 1-byte flags
-  FB_CHECK_EQ(ChunkSize(4096, 2), 512);  // 8 chunks
-  FB_CHECK_EQ(ChunkSize(4096, 3), 384);  // 4096 / 12 rounded up to 64
+  FB_CHECK_EQ(ChunkSize(4096, 2), 256);  // 16 chunks
+  FB_CHECK_EQ(ChunkSize(4096, 3), 192);  // 4096 / 24 rounded up to 64
   FB_CHECK_EQ(ChunkSize(16, 2), 4);
   FB_CHECK_EQ(ChunkSize(37, 3), 4);
   FB_CHECK_EQ(ChunkSize(5, 4), 1);
