@@ -249,8 +249,9 @@ class VectorPool {
   alignas(64) std::atomic<uint32_t> job_signal_{0};  // futex word: bumped by Send and StopAsync
   std::atomic<uint32_t> job_sleepers_{0};            // async threads asleep on job_signal_
   std::atomic<bool> async_stop_{false};
-  std::atomic<uint32_t> async_active_{0};  // futex word: async threads 0..n-1 take jobs
-  double last_recv_ = 0.0;                 // when the last Recv returned; 0: none since reset
+  std::atomic<double> seconds_per_env_{0.0};  // running estimate of one env step, sizes claims
+  std::atomic<uint32_t> async_active_{0};     // futex word: async threads 0..n-1 take jobs
+  double last_recv_ = 0.0;                    // when the last Recv returned; 0: none since reset
   alignas(64) std::atomic<int64_t> done_reserved_{0};
   std::atomic<uint32_t> done_published_{0};  // futex word: envs published as done (mod 2^32)
   alignas(64) std::atomic<uint32_t> recv_asleep_{0};

@@ -22,11 +22,16 @@ constexpr int64_t kMaxClaim = 128;
 constexpr microseconds kJobSpin{2};
 constexpr microseconds kJobYield{200};
 // Recv waits this long (yielding after kRecvSpin) for an async thread's results before it
-// steals that thread's envs.
+// steals that thread's envs, when a step costs less than kCheapEnvSeconds.
 constexpr microseconds kStealDelay{5};
+constexpr double kCheapEnvSeconds = 200e-9;
 // Recv with nothing left to step waits for the async threads' last envs.
 constexpr microseconds kRecvSpin{2};
 constexpr microseconds kRecvYield{200};
+
+// A shared claim holds about this much stepping (from the measured time per env), so that
+// whoever waits for the last claims of a recv does not wait long, whatever the env costs.
+constexpr double kClaimSeconds = 10e-6;
 
 // Wrap-aware `a >= b` for 32-bit counters that are never more than 2^31 apart.
 bool Reached(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
@@ -106,11 +111,15 @@ int64_t VectorPool::StepQueued(int ring_index, Share share, std::vector<int64_t>
     for (;;) {
       const int64_t tail = ring.tail.load(std::memory_order_acquire);
       if (head >= tail) break;
-      // The owner takes half (so a thief finds some), a thief a quarter, a lone thread all.
+      // The owner takes half (so a thief finds some), a thief a quarter, a lone thread all;
+      // shared claims hold about kClaimSeconds of stepping at most.
       const int64_t queued = tail - head;
+      const double per_env = std::max(seconds_per_env_.load(std::memory_order_relaxed), 1e-9);
+      const auto most = static_cast<int64_t>(
+          std::clamp(kClaimSeconds / per_env, 1.0, static_cast<double>(kMaxClaim)));
       take = share == Share::kAll     ? std::min(queued, static_cast<int64_t>(ids->size()))
-             : share == Share::kOwner ? std::clamp<int64_t>((queued + 1) / 2, 1, kMaxClaim)
-                                      : std::clamp<int64_t>((queued + 3) / 4, 1, kMaxClaim / 2);
+             : share == Share::kOwner ? std::clamp<int64_t>((queued + 1) / 2, 1, most)
+                                      : std::clamp<int64_t>((queued + 3) / 4, 1, most);
       // Read the ids before claiming them: Send reuses a slot only once its position is
       // claimed, so the claim succeeds only if what was read is still this position's id.
       for (int64_t j = 0; j < take; ++j) {
@@ -125,6 +134,7 @@ int64_t VectorPool::StepQueued(int ring_index, Share share, std::vector<int64_t>
     }
   }
   if (take == 0) return 0;
+  const double started = Now();
   BatchOut stage;
   stage.obs = stage_obs_.data();
   stage.reward = stage_reward_.data();
@@ -152,6 +162,12 @@ int64_t VectorPool::StepQueued(int ring_index, Share share, std::vector<int64_t>
       i = failed + 1;
     }
   }
+  // A running estimate of the time per env step, for the size of later claims (relaxed: a
+  // hint; results never depend on it).
+  const double per_env = (Now() - started) / static_cast<double>(take);
+  const double estimate = seconds_per_env_.load(std::memory_order_relaxed);
+  seconds_per_env_.store(estimate == 0.0 ? per_env : 0.9 * estimate + 0.1 * per_env,
+                         std::memory_order_relaxed);
   // Publish: the ids, then the run's header (seq last, release); then wake a sleeping Recv
   // that now has enough envs published.
   const int64_t position = done_reserved_.fetch_add(take, std::memory_order_relaxed);
@@ -214,10 +230,11 @@ void VectorPool::WaitForDone(int64_t end) {
       if (StepQueued(0, Share::kAll, &help_ids_) > 0) continue;
       if (StepQueued(0, Share::kThief, &help_ids_) > 0) continue;
     } else {
-      // Before stealing an async thread's envs (and their cache lines), give it a moment: a
-      // thread stepping cheap envs publishes within it, and the caller's time is better spent
-      // returning to its own work.
-      if (SpinThenYield(next_run, kRecvSpin, kStealDelay)) continue;
+      // Before stealing an async thread's cheap envs (and their cache lines), give it a
+      // moment: it publishes within it, and for envs that cheap, moving their state between
+      // cores costs more than the caller's help gains. Costlier envs are stolen at once.
+      const bool cheap = seconds_per_env_.load(std::memory_order_relaxed) < kCheapEnvSeconds;
+      if (cheap && SpinThenYield(next_run, kRecvSpin, kStealDelay)) continue;
       if (StepQueued(0, Share::kThief, &help_ids_) > 0) continue;
     }
     // Nothing left to claim: the envs still missing are being stepped by async threads.
