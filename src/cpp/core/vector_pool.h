@@ -13,12 +13,14 @@
 // on the thread count or on which thread stepped which chunk: an env's step reads only its own
 // state, RNG and action row.
 //
-// Async mode (batch_size < num_envs): each env has a home among the num_threads() - 1 async
-// threads (contiguous blocks, so an env's state stays in one core's cache), and Send publishes
-// its id on that thread's lock-free FIFO job ring. Each thread claims runs of envs from the
-// front of its ring, steps them into staging rows and publishes their ids on a lock-free done
-// ring; Recv takes batch_size ids from it in completion order and, while results are missing,
-// steals queued envs from the front of the rings and steps them itself. The ThreadTuner times
+// Async mode (batch_size < num_envs): each env has a home thread, the caller or one of the
+// num_threads() - 1 async threads (contiguous blocks, so an env's state stays in one core's
+// cache), and Send publishes its id on that thread's lock-free FIFO job ring. Each thread
+// claims runs of envs from the front of its ring, steps them into staging rows and publishes
+// their ids on a lock-free done ring (the caller inside Recv, while results are missing); a
+// thread takes from another's ring when that ring's front was sent before its own's (so no
+// env waits behind later ones) or its own is empty. Recv takes batch_size ids from the done
+// ring in completion order. The ThreadTuner times
 // recv cycles and parks async threads when fewer measure faster (the caller then steps
 // everything). A waiting thread spins, then yields, then sleeps on a futex word that is
 // signalled only when someone sleeps on it.
@@ -170,6 +172,8 @@ class VectorPool {
   // publishes them as done; returns how many it stepped (0: none queued where it looked).
   int64_t StepQueued(int ring, Share share, std::vector<int64_t>* ids);
   bool AnyQueued() const;
+  // The ring (trying `prefer` first) whose front slot was queued by the earliest Send; -1: none.
+  int OldestRing(int prefer) const;
   int Home(int64_t env) const;  // the job ring env is queued on
   // Waits (stepping queued envs meanwhile) until done positions [done_head_, end) are filled.
   void WaitForDone(int64_t end);
@@ -228,6 +232,7 @@ class VectorPool {
   // is published as done.
   struct JobRing {
     std::unique_ptr<std::atomic<int64_t>[]> ids;
+    std::unique_ptr<std::atomic<uint64_t>[]> sends;  // the Send call that queued each slot
     int64_t mask = 0;
     alignas(64) std::atomic<int64_t> head{0};
     alignas(64) std::atomic<int64_t> tail{0};
@@ -244,6 +249,7 @@ class VectorPool {
   std::unique_ptr<JobRing[]> job_rings_;  // the caller's, then one per async thread
   int num_job_rings_ = 0;
   std::vector<int64_t> send_counts_;  // per job ring, while Send queues
+  uint64_t send_count_ = 0;           // Send calls so far (caller only)
   std::unique_ptr<std::atomic<int64_t>[]> done_ids_;
   std::unique_ptr<DoneRun[]> done_runs_;
   alignas(64) std::atomic<uint32_t> job_signal_{0};  // futex word: bumped by Send and StopAsync

@@ -49,17 +49,17 @@ void VectorPool::StartAsync(int threads) {
   };
   const int64_t capacity = power_of_2(num_envs_);
   ring_mask_ = capacity - 1;
-  // Envs are homed in contiguous blocks, one per async thread (on the caller when there are
-  // none), so each env's state stays in one core's cache; the caller steals from the front of
-  // the rings only while it waits in Recv.
+  // Envs are homed in contiguous blocks, one per thread: ring 0 the caller's (it steps them
+  // inside Recv), ring w + 1 async thread w's; so each env's state stays in one core's cache.
   num_async_threads_ = threads - 1;
-  num_job_rings_ = std::max(1, num_async_threads_);
+  num_job_rings_ = threads;
   job_rings_ = std::make_unique<JobRing[]>(static_cast<size_t>(num_job_rings_));
   for (int r = 0; r < num_job_rings_; ++r) {
     const int64_t homed = (num_envs_ + num_job_rings_ - 1) / num_job_rings_ + 1;
     job_rings_[r].mask = power_of_2(homed) - 1;
-    job_rings_[r].ids =
-        std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(job_rings_[r].mask + 1));
+    const auto capacity = static_cast<size_t>(job_rings_[r].mask + 1);
+    job_rings_[r].ids = std::make_unique<std::atomic<int64_t>[]>(capacity);
+    job_rings_[r].sends = std::make_unique<std::atomic<uint64_t>[]>(capacity);
   }
   send_counts_.assign(static_cast<size_t>(num_job_rings_), 0);
   done_ids_ = std::make_unique<std::atomic<int64_t>[]>(capacity);
@@ -82,8 +82,26 @@ void VectorPool::StartAsync(int threads) {
   async_active_.store(static_cast<uint32_t>(num_async_threads_), std::memory_order_relaxed);
   async_threads_.reserve(static_cast<size_t>(num_async_threads_));
   for (int t = 0; t < num_async_threads_; ++t) {
-    async_threads_.emplace_back(&VectorPool::AsyncLoop, this, t);
+    async_threads_.emplace_back(&VectorPool::AsyncLoop, this, t + 1);
   }
+}
+
+int VectorPool::OldestRing(int prefer) const {
+  int oldest = -1;
+  uint64_t oldest_send = 0;
+  for (int k = 0; k < num_job_rings_; ++k) {
+    const int r = (prefer + k) % num_job_rings_;
+    const JobRing& ring = job_rings_[r];
+    const int64_t head = ring.head.load(std::memory_order_relaxed);
+    if (ring.tail.load(std::memory_order_acquire) <= head) continue;
+    // A racy read (the slot may be claimed meanwhile): only a hint for which ring to try.
+    const uint64_t send = ring.sends[head & ring.mask].load(std::memory_order_relaxed);
+    if (oldest < 0 || send < oldest_send) {
+      oldest = r;
+      oldest_send = send;
+    }
+  }
+  return oldest;
 }
 
 bool VectorPool::AnyQueued() const {
@@ -102,11 +120,8 @@ int VectorPool::Home(int64_t env) const {
 
 int64_t VectorPool::StepQueued(int ring_index, Share share, std::vector<int64_t>* ids) {
   int64_t take = 0;
-  // Ring `ring_index`, then (a thief) the others in turn; each in FIFO order, so no env waits
-  // behind envs sent after it.
-  const int rings = share == Share::kThief ? num_job_rings_ : 1;
-  for (int k = 0; k < rings && take == 0; ++k) {
-    JobRing& ring = job_rings_[(ring_index + k) % num_job_rings_];
+  {
+    JobRing& ring = job_rings_[ring_index];
     int64_t head = ring.head.load(std::memory_order_relaxed);
     for (;;) {
       const int64_t tail = ring.tail.load(std::memory_order_acquire);
@@ -188,10 +203,10 @@ int64_t VectorPool::StepQueued(int ring_index, Share share, std::vector<int64_t>
   return take;
 }
 
-void VectorPool::AsyncLoop(int home) {  // home: this thread's index and job ring
+void VectorPool::AsyncLoop(int home) {  // home: this thread's job ring, its index + 1
   std::vector<int64_t> ids(static_cast<size_t>(kMaxClaim));
   auto queued = [this] { return async_stop_.load(std::memory_order_relaxed) || AnyQueued(); };
-  const auto index = static_cast<uint32_t>(home);
+  const auto index = static_cast<uint32_t>(home - 1);
   for (;;) {
     // Parked while the tuner leaves this thread out; Recv changes the word only when the count
     // changes, and the caller steps (steals) the envs homed here meanwhile.
@@ -200,7 +215,8 @@ void VectorPool::AsyncLoop(int home) {  // home: this thread's index and job rin
       async_active_.wait(a, std::memory_order_acquire);
     }
     if (StepQueued(home, Share::kOwner, &ids) > 0) continue;
-    if (num_job_rings_ > 1 && StepQueued(home + 1, Share::kThief, &ids) > 0) continue;
+    const int oldest = OldestRing(home);
+    if (oldest >= 0 && StepQueued(oldest, Share::kThief, &ids) > 0) continue;
     if (!SpinThenYield(queued, kJobSpin, kJobYield)) {
       job_sleepers_.fetch_add(1, std::memory_order_seq_cst);
       // Re-check after announcing ourselves: a Send that missed the announcement bumped the
@@ -225,18 +241,23 @@ void VectorPool::WaitForDone(int64_t end) {
           done_runs_[done_checked_ & ring_mask_].length.load(std::memory_order_relaxed);
       continue;
     }
-    const uint32_t active = async_active_.load(std::memory_order_relaxed);
-    if (active == 0) {  // no async thread steps: take everything
-      if (StepQueued(0, Share::kAll, &help_ids_) > 0) continue;
-      if (StepQueued(0, Share::kThief, &help_ids_) > 0) continue;
-    } else {
-      // Before stealing an async thread's cheap envs (and their cache lines), give it a
-      // moment: it publishes within it, and for envs that cheap, moving their state between
-      // cores costs more than the caller's help gains. Costlier envs are stolen at once.
-      const bool cheap = seconds_per_env_.load(std::memory_order_relaxed) < kCheapEnvSeconds;
-      if (cheap && SpinThenYield(next_run, kRecvSpin, kStealDelay)) continue;
-      if (StepQueued(0, Share::kThief, &help_ids_) > 0) continue;
+    // The ring whose front was sent first (its own on a tie): no env waits behind envs sent
+    // after it, whichever thread is slow; while all keep up, each steps its own envs.
+    const int oldest = OldestRing(0);
+    if (oldest == 0 && StepQueued(0, Share::kOwner, &help_ids_) > 0) continue;
+    if (oldest > 0) {
+      if (async_active_.load(std::memory_order_relaxed) == 0) {  // no async thread steps
+        if (StepQueued(oldest, Share::kAll, &help_ids_) > 0) continue;
+      } else {
+        // Before stealing an async thread's cheap envs (and their cache lines), give it a
+        // moment: it publishes within it, and for envs that cheap, moving their state between
+        // cores costs more than the caller's help gains. Costlier envs are stolen at once.
+        const bool cheap = seconds_per_env_.load(std::memory_order_relaxed) < kCheapEnvSeconds;
+        if (cheap && SpinThenYield(next_run, kRecvSpin, kStealDelay)) continue;
+        if (StepQueued(oldest, Share::kThief, &help_ids_) > 0) continue;
+      }
     }
+    if (oldest >= 0) continue;  // lost a race for those envs: look again
     // Nothing left to claim: the envs still missing are being stepped by async threads.
     if (SpinThenYield(next_run, kRecvSpin, kRecvYield)) continue;
     recv_wanted_.store(static_cast<uint32_t>(end), std::memory_order_relaxed);
@@ -315,12 +336,14 @@ void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions
       JobRing& ring = job_rings_[r];
       const int64_t at = ring.tail.load(std::memory_order_relaxed) + send_counts_[r]++;
       ring.ids[at & ring.mask].store(i, std::memory_order_relaxed);  // only Send writes tails
+      ring.sends[at & ring.mask].store(send_count_, std::memory_order_relaxed);
     }
     std::memcpy(stage_actions_.data() + static_cast<size_t>(first) * action_row,
                 src + static_cast<size_t>(j) * action_row, static_cast<size_t>(q - j) * action_row);
     j = q;
   }
   num_in_flight_ += count;
+  ++send_count_;
   for (int r = 0; r < num_job_rings_; ++r) {
     if (send_counts_[r] == 0) continue;
     JobRing& ring = job_rings_[r];
