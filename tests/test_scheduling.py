@@ -1,5 +1,5 @@
-"""The native pool's scheduler (src/cpp/core/worker_pool.h): chunks claimed by whichever thread
-is free, a thread count tuned by timing, async rings. Results are bitwise identical for any
+"""The native pool's scheduler (src/cpp/core/worker_pool.h): per-thread segments of chunks with
+stealing, a thread count tuned by timing, async rings homed on the threads. Results are bitwise identical for any
 worker count, any choice of the tuner, envs that stall their thread, and async mode; the
 tuner's choice is exposed as ``active_workers``."""
 

@@ -3,7 +3,7 @@
 // chunks and claims them one at a time from the front; a thread that has run out steals
 // unclaimed chunks from the back of the others' segments. Segments are sized by what each
 // thread ran in the previous batch, so the split settles where no one steals and each thread
-// steps the same envs batch after batch (they stay in its cache). So a thread that loses its core
+// steps the same envs batch after batch (they stay in its cache). A thread that loses its core
 // delays the batch by at most the one chunk it holds, and the caller never waits for a worker
 // that has not started: it steals whatever that worker has not claimed.
 //

@@ -1,5 +1,5 @@
 // ChunkSize: chunks cover [0, n); their size is a multiple of the granule (the largest of 64, 16,
-// 4 that still gives every thread a chunk, else 1); there are about 4 per thread, never fewer
+// 4 that still gives every thread a chunk, else 1); there are about 8 per thread, never fewer
 // than the threads when n allows, and never more than kMaxChunks. One thread: one chunk.
 #include <cstdint>
 #include <string>
@@ -46,7 +46,7 @@ FB_TEST(ChunksAreGranuleMultiplesAboutEightPerThread) {
       FB_CHECK_MSG(chunks >= std::min<int64_t>(n, threads), Where(n, threads));
     }
   }
-  for (int threads : {1000, 20000, 100000}) {  // the chunk count stays within the cursor's 16 bits
+  for (int threads : {1000, 20000, 100000}) {  // the chunk count fits the segment words' 16 bits
     const int64_t n = int64_t{1} << 30;
     FB_CHECK_MSG((n + ChunkSize(n, threads) - 1) / ChunkSize(n, threads) <= kMaxChunks,
                  Where(n, threads));
