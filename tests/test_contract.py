@@ -385,11 +385,14 @@ SAME_ERROR = {
     "mask not bool": _case(_mask(np.ones(8, np.int64)), TypeError),
     "mask of the wrong shape": _case(_mask(np.ones(7, bool)), ValueError),
     "mask without a True": _case(_mask(np.zeros(8, bool)), ValueError),
-    "mask on the first reset": _case(
-        _mask(np.ones(8, bool)),
+    "partial mask on the first reset": _case(
+        _mask(np.arange(8) < 4),
         ValueError,
-        r"^the first reset must reset every env \(no reset_mask\)$",
+        r"^the first reset must reset every env \(no reset_mask, or an all-True one\)$",
         _fresh,
+    ),
+    "scalar actions": _case(
+        _step(0), TypeError, r"^actions must be a batch, an array of shape \(8,\), got a scalar$"
     ),
     "actions not array-like": _case(
         _step([[0]] * 7 + [[1, 2]]),

@@ -178,7 +178,11 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         if not mask.any():
             raise ValueError("options['reset_mask'] must contain at least one True value")
         if not self._reset_called:
-            raise ValueError("the first reset must reset every env (no reset_mask)")
+            if not mask.all():
+                raise ValueError(
+                    "the first reset must reset every env (no reset_mask, or an all-True one)"
+                )
+            return None
         if self._broken:
             raise RuntimeError(
                 "a previous step raised an env error, so envs outside the mask may be out of "

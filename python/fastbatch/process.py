@@ -103,7 +103,7 @@ class ProcessVectorEnv(BatchVectorEnv):
         num_workers: int | None = None,
         seed: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-        stats_key: str | None = "episode",
+        stats_key: str | None = None,
         batch_size: int | None = None,
         start_timeout: float = 120.0,
         liveness_interval: float = 0.05,
