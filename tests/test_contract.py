@@ -70,10 +70,24 @@ def test_reset_mask_resets_only_masked_envs(backend):
 @pytest.mark.parametrize(
     "mask, error, match",
     [
-        ([True, False], TypeError, "numpy array"),
-        (np.array([1, 0]), TypeError, "dtype bool"),
-        (np.array([True, False, True]), ValueError, "shape"),
-        (np.array([False, False]), ValueError, "at least one True"),
+        # gymnasium's messages (tests/vector/test_vector_env.py::test_partial_reset_failure)
+        ([True, False], TypeError, r"numpy array of `dtype=np.bool_`, got list$"),
+        (
+            np.array([1, 0]),
+            TypeError,
+            r"^`options\['reset_mask'\]` must have `dtype=np.bool_`, got int64$",
+        ),
+        (
+            np.array([True, False, True]),
+            ValueError,
+            r"^`options\['reset_mask'\]` must have shape `\(2,\)`, got \(3,\)$",
+        ),
+        (
+            np.array([False, False]),
+            ValueError,
+            r"^`options\['reset_mask'\]` must contain a boolean array with at least one True "
+            r"value, got reset_mask=\[False False\]$",
+        ),
     ],
     ids=["list", "int", "shape", "no-true"],
 )

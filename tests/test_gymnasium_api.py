@@ -183,3 +183,12 @@ def test_native_mujoco_renders_with_egl():
     if "ok" not in out.stdout and ("EGL" in out.stderr or "OpenGL" in out.stderr):
         pytest.skip(f"no EGL OpenGL on this machine: {out.stderr.strip().splitlines()[-1]}")
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def test_make_with_a_seed_seeds_the_action_spaces(backend):
+    """As gymnasium's vector envs over action-space-seeded envs: the same seed, the same samples
+    (gymnasium's tests/vector/test_sync_vector_env.py::test_sync_vector_determinism)."""
+    a, b = backend.make(3, seed=123), backend.make(3, seed=123)
+    for _ in range(20):
+        np.testing.assert_array_equal(a.action_space.sample(), b.action_space.sample())
+        assert a.single_action_space.sample() == b.single_action_space.sample()

@@ -113,6 +113,7 @@ class NativeVectorEnv(BatchVectorEnv):
             mode,
             self._env_spec.observation_space,
             self._env_spec.action_space,
+            seed=seeds,
         )
         self._idle_ids = self._all_ids  # async: the envs the next send() without env_ids steps
         self._info_layout = self._env_spec.infos  # numeric infos (contract v3), name -> size
