@@ -91,7 +91,8 @@ class Rollout:
 
     def step(self, t, env_action):
         """Graph side of one batch step at slot `t`: returns the new observations as float32
-        ``[N, obs]``."""
+        ``[N, obs]`` and ``done [N]`` (terminated or truncated: the new observation of such an
+        env starts its next episode)."""
         if self._binding is not None:
             b = self._binding
             return self._op.fastbatch_rollout_step(
@@ -102,9 +103,12 @@ class Rollout:
                 context=b.context,
                 obs_shape=self.obs_shape,
             )
-        next_obs = tf.numpy_function(self._host_step, [t, env_action], tf.float32, stateful=True)
+        next_obs, done = tf.numpy_function(
+            self._host_step, [t, env_action], [tf.float32, tf.bool], stateful=True
+        )
         next_obs.set_shape(self.obs_shape)
-        return next_obs
+        done.set_shape(self.obs_shape[:1])
+        return next_obs, done
 
     def finish(self) -> None:
         """After a rollout: records the episodes the rollout op saw end."""
@@ -132,4 +136,4 @@ class Rollout:
             done = info["_" + key]
             self.episode_returns.extend(info[key]["r"][done].tolist())
             self.episode_lengths.extend(info[key]["l"][done].tolist())
-        return s["obs"][t + 1].astype(np.float32, copy=False)
+        return s["obs"][t + 1].astype(np.float32, copy=False), terminated | truncated

@@ -4,6 +4,7 @@
 #include "cartpole.h"
 #include "fastbatch/env.h"
 #include "mountain_car.h"
+#include "no_velocity.h"
 #include "pendulum.h"
 #include "test_envs.h"
 
@@ -11,9 +12,10 @@ namespace fastbatch::envs {
 
 const std::vector<const fb_env_api*>& BuiltinEnvs() {
   static const std::vector<const fb_env_api*> envs = {
-      EnvApi<CartPole>(),    EnvApi<Pendulum>(),
-      EnvApi<MountainCar>(), EnvApi<MountainCarContinuous>(),
-      EnvApi<Acrobot>(),     EnvApi<TestCounter>(),
+      EnvApi<CartPole>(),      EnvApi<Pendulum>(),
+      EnvApi<MountainCar>(),   EnvApi<MountainCarContinuous>(),
+      EnvApi<Acrobot>(),       EnvApi<TestCounter>(),
+      EnvApi<CartPoleNoVel>(), EnvApi<PendulumNoVel>(),
   };
   return envs;
 }
