@@ -112,7 +112,11 @@ class _VectorPool:
         """Async: waits for ``batch_size`` envs; ``(obs, reward, terminated, truncated, env_ids,
         episodes_ended)`` in completion order."""
     def seed(self, seeds: list[int | None]) -> None:
-        """Seeds env ``i`` with ``seeds[i]``; None keeps that env's generator running."""
+        """Seeds env ``i`` with ``seeds[i]`` (a non-negative int of any size) as
+        ``numpy.random.default_rng(seeds[i])`` would; None keeps that env's generator running."""
+    def np_random_seeds(self) -> list[int]:
+        """Per env, the seed it was last seeded with, or the 128-bit entropy an env never seeded
+        drew (gymnasium's ``np_random_seed``)."""
     def reset(self, mask: npt.NDArray[np.bool_] | None = None) -> npt.NDArray[Any]:
         """Resets every env, or those where ``mask`` is True; returns the observations."""
     def step(
