@@ -213,3 +213,9 @@ def _native_loop_seconds(
 ) -> float:
     """Seconds of ``steps`` batch steps of a pool on ``num_threads`` threads driven by a C++
     loop, Box actions cycling through ``actions`` [tables, num_envs, *shape] if given (bench/)."""
+
+def _rng_draws(
+    seed: int, kind: str, count: int, stream: int | None = None
+) -> npt.NDArray[np.uint64] | npt.NDArray[np.float64]:
+    """Test hook: ``count`` draws of kind "raw", "uniform" or "normal" from ``fastbatch::Rng``
+    seeded as numpy's ``Generator(PCG64(SeedSequence(seed, spawn_key=(stream,))))``."""
