@@ -15,8 +15,9 @@
 // a member that `Reset` assigns.
 //
 // State layout in fb_rng.s: {state low, state high, increment low, increment high}, the 128-bit
-// LCG state and increment of numpy's PCG64 (XSL-RR output). Arithmetic is in 64-bit halves, so
-// any C++17 compiler gives the same bits.
+// LCG state and increment of numpy's PCG64 (XSL-RR output). The 128-bit step uses the compiler's
+// unsigned __int128 where it has one (GCC, Clang), else 64-bit halves (also when
+// FASTBATCH_RNG_PORTABLE_MATH is defined, as a test does): the same bits either way.
 //
 // Threading: an Rng is used by the thread stepping its env; it is not synchronised.
 #ifndef FASTBATCH_RNG_H_
@@ -110,17 +111,28 @@ class Rng {
  private:
   bool Owns() const { return s_ == own_.s; }
 
+  static constexpr uint64_t kMulHigh = 0x2360ED051FC65DA4ull;  // PCG's 128-bit multiplier
+  static constexpr uint64_t kMulLow = 0x4385DF649FCCF645ull;
+
+#if defined(__SIZEOF_INT128__) && !defined(FASTBATCH_RNG_PORTABLE_MATH)
+  // state = state * multiplier + increment (mod 2^128).
+  static void Step(uint64_t* s) {
+    __extension__ typedef unsigned __int128 U128;
+    const U128 state =
+        (static_cast<U128>(s[1]) << 64 | s[0]) * (static_cast<U128>(kMulHigh) << 64 | kMulLow) +
+        (static_cast<U128>(s[3]) << 64 | s[2]);
+    s[0] = static_cast<uint64_t>(state);
+    s[1] = static_cast<uint64_t>(state >> 64);
+  }
+#else
   // state = state * multiplier + increment (mod 2^128), in 64-bit halves.
   static void Step(uint64_t* s) {
-    constexpr uint64_t kMulHigh = 0x2360ED051FC65DA4ull;
-    constexpr uint64_t kMulLow = 0x4385DF649FCCF645ull;
     uint64_t high = 0;
-    uint64_t low = MulWide(s[0], kMulLow, &high);
+    const uint64_t low = MulWide(s[0], kMulLow, &high);
     high += s[1] * kMulLow + s[0] * kMulHigh;
     const uint64_t sum = low + s[2];
-    high += s[3] + (sum < low ? 1u : 0u);
+    s[1] = high + s[3] + (sum < low ? 1u : 0u);
     s[0] = sum;
-    s[1] = high;
   }
   // a * b as 128 bits: returns the low half, writes the high half.
   static uint64_t MulWide(uint64_t a, uint64_t b, uint64_t* high) {
@@ -131,6 +143,7 @@ class Rng {
     *high = p11 + (p01 >> 32) + (p10 >> 32) + (middle >> 32);
     return (middle << 32) | (p00 & 0xffffffffu);
   }
+#endif
 
   fb_rng own_;  // the state of a default-constructed Rng (unused otherwise)
   uint64_t* s_;
