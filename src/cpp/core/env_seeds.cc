@@ -47,11 +47,16 @@ void EnvSeeds::Seed(int64_t env, uint64_t seed) {
   Seed(env, words, 2);
 }
 
-void EnvSeeds::SeedFromEntropy(int64_t env) {
+void EnvSeeds::SeedFromEntropy(int64_t begin, int64_t end) {
   static thread_local std::random_device device;
-  uint32_t words[4];
-  for (uint32_t& word : words) word = static_cast<uint32_t>(device());
-  Seed(env, words, 4);
+  uint32_t os_bits[4];
+  for (uint32_t& word : os_bits) word = static_cast<uint32_t>(device());
+  for (int64_t i = begin; i < end; ++i) {
+    const uint32_t key[2] = {static_cast<uint32_t>(i), static_cast<uint32_t>(i >> 32)};
+    uint32_t words[4];
+    SeedSequence(os_bits, 4, key, key[1] != 0 ? 2 : 1).GenerateState(words, 4);
+    Seed(i, words, 4);
+  }
 }
 
 }  // namespace fastbatch

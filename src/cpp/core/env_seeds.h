@@ -3,9 +3,11 @@
 //
 // A seed is a non-negative integer of any size, passed as 32-bit words, lowest first (numpy's
 // coercion of a Python int). Env i of `reset(seed=s)` gets s + i, as gymnasium's vector envs do.
-// An env seeded from entropy gets 128 fresh bits from the OS, as numpy's `SeedSequence()` does,
-// and keeps them as its seed: `seed_words` is then gymnasium's `np_random_seed` (the seed, or the
-// entropy of an unseeded env), and seeding with it again replays the stream.
+// Envs seeded from entropy get 128 unpredictable bits each, as numpy's `SeedSequence()` draws,
+// and keep them as their seed: `seed_words` is then gymnasium's `np_random_seed` (the seed, or
+// the entropy of an unseeded env), and seeding with it again replays the stream. One call draws
+// 128 bits from the OS and spreads them over its envs through SeedSequence spawn keys (env i:
+// `SeedSequence(os_bits, spawn_key=(i,)).generate_state(4)`), so a large pool costs one OS draw.
 //
 // Tables of ABI version 4 or later draw through numpy's PCG64 (fastbatch/rng.h), seeded by
 // numpy's SeedSequence, so seed s gives gymnasium's `np_random(s)` stream. Older tables carry
@@ -32,8 +34,8 @@ class EnvSeeds {
   // Seeds env `env` from `count` words (at least one).
   void Seed(int64_t env, const uint32_t* words, size_t count);
   void Seed(int64_t env, uint64_t seed);
-  // Seeds env `env` from 128 bits of OS entropy.
-  void SeedFromEntropy(int64_t env);
+  // Seeds envs [begin, end) from OS entropy, 128 bits each (see above).
+  void SeedFromEntropy(int64_t begin, int64_t end);
 
   // The words env `env` was last seeded from (no trailing zero words; {0} for seed 0).
   const std::vector<uint32_t>& seed_words(int64_t env) const {

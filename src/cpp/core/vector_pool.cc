@@ -62,7 +62,7 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   errors_.resize(static_cast<size_t>(threads));
   failed_.assign(static_cast<size_t>(threads), 0);
   ended_.assign(static_cast<size_t>(threads), 0);
-  for (int64_t i = 0; i < num_envs_; ++i) SeedRandom(i);
+  seeds_.SeedFromEntropy(0, num_envs_);
 
   workers_ = std::make_unique<WorkerPool>(threads - 1);
   if (is_async()) {
@@ -113,11 +113,6 @@ void VectorPool::Seed(int64_t env, const uint32_t* words, size_t count) {
 void VectorPool::Seed(int64_t env, uint64_t seed) {
   const uint32_t words[2] = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
   Seed(env, words, 2);
-}
-
-void VectorPool::SeedRandom(int64_t env) {
-  if (is_async() && in_flight_[static_cast<size_t>(env)]) DrainAsync();
-  seeds_.SeedFromEntropy(env);
 }
 
 void VectorPool::StartEpisode(int64_t i, double now) {

@@ -78,12 +78,11 @@ class VectorPool {
   const fb_spec& spec() const { return *spec_; }
   AutoresetMode autoreset_mode() const { return mode_; }
 
-  // Seeds env `env`'s RNG (see env_seeds.h): from a seed — gymnasium's vector envs pass
-  // seed + i for env i — given as `count` 32-bit words, lowest first, or as one uint64; or from
-  // OS entropy. The next reset of the env starts that stream.
+  // Seeds env `env`'s RNG (see env_seeds.h) from a seed — gymnasium's vector envs pass seed + i
+  // for env i — given as `count` 32-bit words, lowest first, or as one uint64. The next reset of
+  // the env starts that stream. Until seeded, an env draws from OS entropy.
   void Seed(int64_t env, const uint32_t* words, size_t count);
   void Seed(int64_t env, uint64_t seed);
-  void SeedRandom(int64_t env);
   // The words env `env` was last seeded from: its seed, or the entropy it drew.
   const std::vector<uint32_t>& seed_words(int64_t env) const { return seeds_.seed_words(env); }
 
