@@ -5,7 +5,7 @@ fastbatch::Rng is numpy's ``Generator(PCG64(SeedSequence(seed)))``, the generato
 order. So ``fastbatch.make(id, n).reset(seed=s)`` equals ``SyncVectorEnv.reset(seed=s)`` and
 whole seeded episodes are identical, bit for bit: across autoresets (each env's generator runs
 on, as gymnasium's does), in both autoreset modes and for any number of workers. An unseeded env
-draws 128 bits of OS entropy, as numpy's ``SeedSequence()`` does, and keeps them as its seed.
+gets 128 unpredictable bits, as numpy's ``SeedSequence()`` draws, and keeps them as its seed.
 """
 
 from __future__ import annotations
