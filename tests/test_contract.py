@@ -70,10 +70,24 @@ def test_reset_mask_resets_only_masked_envs(backend):
 @pytest.mark.parametrize(
     "mask, error, match",
     [
-        ([True, False], TypeError, "numpy array"),
-        (np.array([1, 0]), TypeError, "dtype bool"),
-        (np.array([True, False, True]), ValueError, "shape"),
-        (np.array([False, False]), ValueError, "at least one True"),
+        # gymnasium's messages (tests/vector/test_vector_env.py::test_partial_reset_failure)
+        ([True, False], TypeError, r"numpy array of `dtype=np.bool_`, got list$"),
+        (
+            np.array([1, 0]),
+            TypeError,
+            r"^`options\['reset_mask'\]` must have `dtype=np.bool_`, got int64$",
+        ),
+        (
+            np.array([True, False, True]),
+            ValueError,
+            r"^`options\['reset_mask'\]` must have shape `\(2,\)`, got \(3,\)$",
+        ),
+        (
+            np.array([False, False]),
+            ValueError,
+            r"^`options\['reset_mask'\]` must contain a boolean array with at least one True "
+            r"value, got reset_mask=\[False False\]$",
+        ),
     ],
     ids=["list", "int", "shape", "no-true"],
 )
@@ -385,11 +399,14 @@ SAME_ERROR = {
     "mask not bool": _case(_mask(np.ones(8, np.int64)), TypeError),
     "mask of the wrong shape": _case(_mask(np.ones(7, bool)), ValueError),
     "mask without a True": _case(_mask(np.zeros(8, bool)), ValueError),
-    "mask on the first reset": _case(
-        _mask(np.ones(8, bool)),
+    "partial mask on the first reset": _case(
+        _mask(np.arange(8) < 4),
         ValueError,
-        r"^the first reset must reset every env \(no reset_mask\)$",
+        r"^the first reset must reset every env \(no reset_mask, or an all-True one\)$",
         _fresh,
+    ),
+    "scalar actions": _case(
+        _step(0), TypeError, r"^actions must be a batch, an array of shape \(8,\), got a scalar$"
     ),
     "actions not array-like": _case(
         _step([[0]] * 7 + [[1, 2]]),

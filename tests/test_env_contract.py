@@ -205,7 +205,7 @@ def test_registration_defaults_follow_the_same_rules(build, contract_envs):
 
 
 def test_spaces_and_time_limit_come_from_the_params(contract_envs):
-    env = fastbatch.make("Ramp-v0", 3, length=5)
+    env = fastbatch.make("Ramp-v0", 3, length=5, stats_key="episode")
     assert env.single_observation_space.shape == (5,)
     assert env.observation_space.shape == (3, 5)
     obs, _ = env.reset(seed=0)
@@ -220,7 +220,7 @@ def test_spaces_and_time_limit_come_from_the_params(contract_envs):
 # ---------------------------------------------------------------------------- truncation
 @pytest.mark.parametrize("mode", ["next_step", "same_step"])
 def test_an_env_reports_its_own_truncation(contract_envs, mode):
-    env = fastbatch.make("Echo-v0", 2, truncate_after=3, autoreset_mode=mode)
+    env = fastbatch.make("Echo-v0", 2, truncate_after=3, autoreset_mode=mode, stats_key="episode")
     env.reset(seed=0)
     flags = []
     for _ in range(7):

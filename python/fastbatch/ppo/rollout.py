@@ -34,6 +34,13 @@ class Rollout:
     def __init__(self, env, steps: int, obs_size: int, *, use_op: bool = True):
         self.env = env
         self.steps = steps
+        # Episodes reach the fallback paths through the env's own statistics.
+        self._stats_key = getattr(env, "_stats_key", None)
+        if self._stats_key is None:
+            raise ValueError(
+                "PPO reads finished episodes from the env's statistics: make the env with "
+                "fastbatch.make(..., stats_key='episode')"
+            )
         n = env.num_envs
         self.obs_shape = [n, obs_size]
         obs_dtype = np.dtype(env.single_observation_space.dtype)
@@ -120,8 +127,9 @@ class Rollout:
         if "final_obs" in info:
             for i in np.flatnonzero(info["_final_obs"]):
                 s["final_obs"][t, i] = info["final_obs"][i]
-        if "episode" in info:
-            done = info["_episode"]
-            self.episode_returns.extend(info["episode"]["r"][done].tolist())
-            self.episode_lengths.extend(info["episode"]["l"][done].tolist())
+        key = self._stats_key
+        if key in info:
+            done = info["_" + key]
+            self.episode_returns.extend(info[key]["r"][done].tolist())
+            self.episode_lengths.extend(info[key]["l"][done].tolist())
         return s["obs"][t + 1].astype(np.float32, copy=False)

@@ -37,6 +37,7 @@ def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = 
     kwargs: dict[str, Any] = {
         "autoreset_mode": "same_step",
         "seed": config.seed if seed is None else seed,
+        "stats_key": "episode",
     }
     if config.backend is not None:
         kwargs["backend"] = config.backend
@@ -352,9 +353,8 @@ def evaluate_saved(
 ) -> list[float]:
     """Plays `episodes` episodes of `env_id` with a SavedModel exported by `train`."""
     policy = load_policy(path)
-    env = fastbatch.make(
-        env_id, min(episodes, 16), seed=seed, autoreset_mode="same_step", **make_kwargs
-    )
+    make_kwargs = {"seed": seed, "autoreset_mode": "same_step", **make_kwargs}
+    env = fastbatch.make(env_id, min(episodes, 16), **{**make_kwargs, "stats_key": "episode"})
     returns = run_episodes(env, policy, episodes)
     env.close()
     return returns

@@ -45,9 +45,17 @@ void RegisterExceptions(py::module_& m) {
       PyErr_SetObject(env_error.ptr(), instance.ptr());
     }
   });
-  py::register_exception<fastbatch::AsyncStateError>(m, "AsyncStateError", PyExc_RuntimeError);
+  // Where gymnasium has an error for the same rule, ours subclasses it too, so code written
+  // against gymnasium's vector envs catches ours.
+  py::module_ gym_error = py::module_::import("gymnasium.error");
+  py::register_exception<fastbatch::AsyncStateError>(
+      m, "AsyncStateError",
+      py::make_tuple(py::handle(PyExc_RuntimeError), gym_error.attr("AlreadyPendingCallError"),
+                     gym_error.attr("NoAsyncCallError")));
   py::register_exception<fastbatch::PluginError>(m, "PluginError", PyExc_ValueError);
-  py::register_exception<fastbatch::ClosedError>(m, "ClosedEnvError", PyExc_RuntimeError);
+  py::register_exception<fastbatch::ClosedError>(
+      m, "ClosedEnvError",
+      py::make_tuple(py::handle(PyExc_RuntimeError), gym_error.attr("ClosedEnvironmentError")));
 }
 
 void RegisterEnvTypes(py::module_& m) {
