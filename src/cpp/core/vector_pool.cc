@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <random>
 
 #include "dtype.h"
 #include "fastbatch/env.h"
@@ -17,6 +16,7 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
       env_truncates_(HasV2Fields(api)),
       num_envs_(config.num_envs),
       mode_(config.autoreset_mode),
+      seeds_(std::max<int64_t>(config.num_envs, 0), api->abi_version),
       batch_size_(config.batch_size <= 0 ? config.num_envs : config.batch_size) {
   if (num_envs_ <= 0) throw std::invalid_argument("num_envs must be positive");
   if (batch_size_ > num_envs_) throw std::invalid_argument("batch_size must be at most num_envs");
@@ -44,7 +44,6 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   bounds_ = SplitRanges(num_envs_, threads);
 
   const auto n = static_cast<size_t>(num_envs_);
-  rngs_.resize(n);
   in_flight_.assign(n, 0);  // stays all zero in sync mode
   needs_reset_.assign(n, 0);
   elapsed_.assign(n, 0);
@@ -63,7 +62,7 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   errors_.resize(static_cast<size_t>(threads));
   failed_.assign(static_cast<size_t>(threads), 0);
   ended_.assign(static_cast<size_t>(threads), 0);
-  for (int64_t i = 0; i < num_envs_; ++i) SeedRandom(i);
+  seeds_.SeedFromEntropy(0, num_envs_);
 
   workers_ = std::make_unique<WorkerPool>(threads - 1);
   if (is_async()) {
@@ -104,17 +103,16 @@ double VectorPool::Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-void VectorPool::Seed(int64_t env, uint64_t seed) {
+void VectorPool::Seed(int64_t env, const uint32_t* words, size_t count) {
   // An env in flight (async mode) is owned by a worker: reseeding discards every step in
   // flight first, as the reset that follows a seed would.
   if (is_async() && in_flight_[static_cast<size_t>(env)]) DrainAsync();
-  Rng::Seed(&rngs_[static_cast<size_t>(env)], seed, 0);
+  seeds_.Seed(env, words, count);
 }
 
-void VectorPool::SeedRandom(int64_t env) {
-  static thread_local std::random_device device;
-  const uint64_t seed = (static_cast<uint64_t>(device()) << 32) ^ device();
-  Seed(env, seed);
+void VectorPool::Seed(int64_t env, uint64_t seed) {
+  const uint32_t words[2] = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
+  Seed(env, words, 2);
 }
 
 void VectorPool::StartEpisode(int64_t i, double now) {
@@ -184,7 +182,7 @@ void VectorPool::ResetRange(int range) {
   fb_batch batch{};
   batch.obs = call_out_.obs;
   batch.reset_mask = call_mask_;
-  batch.rngs = rngs_.data();
+  batch.rngs = seeds_.states();
   batch.info = info_row_ > 0 ? info_.data() : nullptr;
   if (api_->reset(block_, begin, end, &batch, &errors_[static_cast<size_t>(range)]) != 0) {
     failed_[static_cast<size_t>(range)] = 1;
@@ -253,7 +251,7 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
   batch.terminated = out.terminated;
   batch.actions = actions;
   batch.reset_mask = mode_ == AutoresetMode::kNextStep ? needs_reset_.data() : nullptr;
-  batch.rngs = rngs_.data();
+  batch.rngs = seeds_.states();
   batch.truncated = out.truncated;  // version-2 envs report their own truncation here
   batch.info = info_row_ > 0 ? info_.data() : nullptr;  // version-3 envs write their infos
   if (api_->step(block_, begin, end, &batch, error) != 0) return -1;
