@@ -103,7 +103,10 @@ def test_native_get_attr_answers_params_spaces_spec_and_state():
 
 def test_native_np_random_seed_is_the_per_env_seed():
     env = fastbatch.make("CartPole-v1", 3)
-    assert env.np_random_seed == (-1, -1, -1)  # seeded from entropy
+    entropy = env.np_random_seed  # never seeded: what each env drew, as gymnasium reports it
+    assert len(set(entropy)) == 3 and all(s >= 2**64 for s in entropy)
+    twin = fastbatch.make("CartPole-v1", 3, seed=list(entropy))  # reseeding replays the stream
+    np.testing.assert_array_equal(env.reset()[0], twin.reset()[0])
     env.reset(seed=10)
     assert env.np_random_seed == (10, 11, 12) == env.get_attr("np_random_seed")
     env.reset(seed=[None, 5, None])

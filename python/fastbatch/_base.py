@@ -40,7 +40,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from fastbatch._args import seed_list
+from fastbatch._args import MAX_SEED, seed_list
 from fastbatch.errors import AsyncStateError, ClosedEnvError, EnvError
 
 __all__ = ["BatchVectorEnv"]
@@ -80,6 +80,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
 
     closed = True  # until _setup: a half-built env is closed, so __del__ does nothing
     _owner_pid = 0  # the process that made the envs (set by _claim)
+    _max_seed: int | None = MAX_SEED  # the largest seed the backend's envs take (None: any)
 
     def _setup(
         self,
@@ -217,7 +218,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         """
         self._check_open()
         mask = self._reset_mask(options)
-        seeds = seed_list(seed, self.num_envs)
+        seeds = seed_list(seed, self.num_envs, self._max_seed)
         if mask is not None:
             seeds = [s if m else None for s, m in zip(seeds, mask.tolist(), strict=True)]
         try:

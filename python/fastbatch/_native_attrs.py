@@ -94,7 +94,7 @@ class NativeAttributes:
         if name == "spec":
             return self.spec()
         if name == "np_random_seed":
-            return venv._np_random_seeds[index]
+            return venv.np_random_seed[index]
         if name == "state":
             return venv.get_env_state(index)
         if name == "render":

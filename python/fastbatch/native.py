@@ -50,6 +50,8 @@ class NativeVectorEnv(BatchVectorEnv):
     Threading: one thread at a time may call an env; a concurrent call raises ``RuntimeError``.
     """
 
+    _max_seed = None  # numpy's SeedSequence takes seeds of any size
+
     def __init__(
         self,
         env_id: str,
@@ -88,12 +90,10 @@ class NativeVectorEnv(BatchVectorEnv):
         if stats_key is not None and not isinstance(stats_key, str):
             raise TypeError(f"stats_key must be a string or None, got {stats_key!r}")
         params = spec.encode_params(kwargs)
-        seeds = None if seed is None else seed_list(seed, num_envs)
+        seeds = None if seed is None else seed_list(seed, num_envs, self._max_seed)
 
         self._spec = spec
         self._stats_key = stats_key
-        # The seed each env was last seeded with (-1: from entropy), as gymnasium's np_random_seed.
-        self._np_random_seeds = [-1] * num_envs if seeds is None else list(seeds)
         made_with = {name: kwargs.get(name, default) for name, default in spec.params.items()}
         self._attrs = NativeAttributes(self, made_with, render_mode)
         self._pool = _core._VectorPool(
@@ -126,9 +126,6 @@ class NativeVectorEnv(BatchVectorEnv):
     def _reset_envs(self, seeds, mask):
         if any(s is not None for s in seeds):
             self._pool.seed(seeds)
-            for i, s in enumerate(seeds):
-                if s is not None:
-                    self._np_random_seeds[i] = s
         obs = self._pool.reset(mask)
         if mask is None:  # a full reset also drops every step in flight (async mode)
             self._idle_ids = self._all_ids
@@ -269,8 +266,10 @@ class NativeVectorEnv(BatchVectorEnv):
 
     @property
     def np_random_seed(self) -> tuple[int, ...]:
-        """The seed each env was last seeded with (-1: seeded from entropy)."""
-        return tuple(self._np_random_seeds)
+        """Per env, the seed it was last seeded with, or (never seeded) the 128-bit entropy it
+        drew, as gymnasium's ``np_random_seed``: reseeding with it replays the env's stream."""
+        self._check_open()
+        return tuple(self._pool.np_random_seeds())
 
     def render(self) -> tuple[Any, ...] | None:
         """Every env's frame (``render_mode="rgb_array"``), drawn by gymnasium's renderer of the
