@@ -172,6 +172,21 @@ class Agent(tf.Module):
         self.env_steps.assign_add(T * N)
         return actions.stack(), state, done
 
+    def bootstrap_values(self, next_obs, final_obs, states, done):
+        """Values that the rollout's last step and its truncated episodes bootstrap from, each
+        seen from the core's state carried to it: ``next_obs [N, obs]`` (slot T, after the
+        last step's reset rule) gives ``[N]``; ``final_obs [T, N, obs]`` (the final observation
+        of an episode that ended at step t) with ``states [T, N, S]`` (the state after step t)
+        gives ``[T, N]``. ``done [T, N]``: the episode ended at step t."""
+        T, N = self.config.rollout_steps, self.config.num_envs
+        last_features, _ = self.core(self.normalize(next_obs), states[-1], done[-1])
+        final_features, _ = self.core(
+            self.normalize(tf.reshape(final_obs, [T * N, self.obs_size])),
+            tf.reshape(states, [T * N, self.core.state_size]),
+            tf.zeros([T * N], tf.bool),
+        )
+        return self.value(last_features), tf.reshape(self.value(final_features), [T, N])
+
     def advantages(self, values, rewards, terminated, truncated, final_values, last_values):
         """GAE(lambda): termination cuts the bootstrap, truncation bootstraps from the final
         observation's value. All inputs [T, N] except last_values [N]. Returns (adv, returns)."""
@@ -253,14 +268,7 @@ class Agent(tf.Module):
         b_params = self.policy(flat(features))
         b_logp = self.policy.log_prob(b_params, flat(actions))
         b_values = self.value(flat(features))
-        # Bootstraps see the state carried to them: obs[T] after the last step's reset rule,
-        # a truncated episode's final observation with the state of the step that ended it.
-        last_features, _ = self.core(self.normalize(raw_obs[T]), states[-1], done[-1])
-        last_values = self.value(last_features)
-        final_features, _ = self.core(
-            self.normalize(flat(final_obs)), flat(states), tf.zeros([batch], tf.bool)
-        )
-        final_values = tf.reshape(self.value(final_features), [T, N])
+        last_values, final_values = self.bootstrap_values(raw_obs[T], final_obs, states, done)
         rewards = self.scale_rewards(reward, done)
         adv, returns = self.advantages(
             tf.reshape(b_values, [T, N]), rewards, terminated, truncated, final_values, last_values
