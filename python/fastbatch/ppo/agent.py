@@ -297,9 +297,19 @@ class Agent(tf.Module):
         mb = U // c.minibatches
         steps = c.epochs * c.minibatches
 
+        def step(state0, data, log_std, idx=None):
+            """One gradient step on the units `idx` of `data` (all of them when None)."""
+            if idx is not None:
+                state0 = tf.gather(state0, idx)
+                data = [tf.gather(x, idx, axis=1) for x in data]
+            return self._minibatch(state0, *data, log_std)
+
+        if c.jit_compile:  # gathers, forward, backward and Adam step: one XLA computation
+            step = tf.function(step, autograph=False, jit_compile=True)
+
         def body(i, order, stats, first_ratio):
             if c.minibatches == 1:  # every epoch takes the whole batch: no shuffle, no gathers
-                out = self._minibatch(state0, *data, old_log_std)
+                out = step(state0, data, old_log_std)
             else:
                 epoch, k = i // c.minibatches, i % c.minibatches
                 order = tf.cond(
@@ -314,12 +324,7 @@ class Agent(tf.Module):
                     ),
                     lambda: order,
                 )
-                idx = order[k * mb : (k + 1) * mb]
-                out = self._minibatch(
-                    tf.gather(state0, idx),
-                    *(tf.gather(x, idx, axis=1) for x in data),
-                    old_log_std,
-                )
+                out = step(state0, data, old_log_std, order[k * mb : (k + 1) * mb])
             first_ratio = tf.where(tf.equal(i, 0), out[-1], first_ratio)
             return i + 1, order, stats + tf.stack(out[:-1]), first_ratio
 
