@@ -21,6 +21,7 @@ import json
 import statistics
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -105,8 +106,11 @@ def plot(runs: list[dict], png: Path) -> None:
         length = min(len(c) for c in curves)
         steps = curves[0][:length, 0]
         returns = np.stack([c[:length, 2] for c in curves])  # [seeds, rows]; NaN before episodes
-        ax.plot(steps, np.nanmedian(returns, axis=0), label=f"median of {len(curves)} seeds")
-        ax.fill_between(steps, np.nanmin(returns, axis=0), np.nanmax(returns, axis=0), alpha=0.3)
+        with warnings.catch_warnings():  # rows before any seed's first episode are all NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low, mid, high = (f(returns, axis=0) for f in (np.nanmin, np.nanmedian, np.nanmax))
+        ax.plot(steps, mid, label=f"median of {len(curves)} seeds")
+        ax.fill_between(steps, low, high, alpha=0.3)
         env = next(r["env"] for r in runs if r["preset"] == preset)
         published = PUBLISHED.get(env, (None, None))
         for score, name, style in zip(published, ("zoo", "CleanRL"), ("--", ":"), strict=True):
