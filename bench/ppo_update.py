@@ -2,11 +2,12 @@
 
     python bench/ppo_update.py [--preset halfcheetah] [--rounds 15] [--set KEY=VALUE ...]
 
-Builds one agent per variant (`jit_compile` off and on) on the preset's env, collects one
+Builds one agent per variant (`jit_compile` off: graph, on: XLA) on the preset's env, collects one
 rollout each, then calls the update on that rollout in alternating rounds (so machine load
 falls on both alike) and prints milliseconds per update: median, min and max over the rounds,
 after one untimed call that traces and compiles. The update here is the whole graph call
-(`Agent._update`): GAE, the reward scaling and epochs x minibatches of gradient steps.
+(`Agent._update_call`: `_update`, or it compiled by XLA): GAE, the reward
+scaling and epochs x minibatches of gradient steps.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def main(argv=None) -> int:
         inputs = (actions, t["obs"], t["reward"], t["terminated"], t["truncated"])
         inputs += (t["final_obs"], state0, starts0)
         start = time.perf_counter()
-        float(agent._update(*inputs)["kl"])
+        float(agent._update_call(*inputs)["kl"])
         name = "xla" if jit else "graph"
         print(f"{name}: first call (trace + compile) {time.perf_counter() - start:.2f} s")
         calls[name] = (agent, inputs)
@@ -57,7 +58,7 @@ def main(argv=None) -> int:
     for _ in range(args.rounds):
         for name, (agent, inputs) in calls.items():
             start = time.perf_counter()
-            float(agent._update(*inputs)["kl"])
+            float(agent._update_call(*inputs)["kl"])
             times[name].append(1000 * (time.perf_counter() - start))
     steps = base.epochs * base.minibatches
     print(
