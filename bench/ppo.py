@@ -2,6 +2,11 @@
 
     python bench/ppo.py [--presets cartpole,pendulum] [--seeds 0,1,2] [--set KEY=VALUE ...]
                         [--no-sb3] [--sb3-threads 1,2] [--sb3-time-limit S] [--json FILE]
+    python bench/ppo.py --mujoco [--presets ...] [--seeds ...] [--steps N] [--set KEY=VALUE ...]
+
+`--mujoco` runs the MuJoCo presets instead (ppo_mujoco.py: evaluation returns beside the
+published 1M-step PPO scores, a table and a PNG of learning curves); the rest of this text is
+about the default mode.
 
 For every preset and seed: wall-clock seconds (tracing and start-up included) and env steps
 until the mean return of the last 20 training episodes first reaches the env's threshold, and
@@ -244,7 +249,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--presets", default="cartpole,pendulum,acrobot,mountaincar_continuous")
+    parser.add_argument("--mujoco", action="store_true", help="the MuJoCo presets (ppo_mujoco.py)")
+    parser.add_argument("--steps", type=int, default=None, help="env steps a run (--mujoco)")
+    parser.add_argument("--presets", default=None)
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--no-sb3", action="store_true")
@@ -252,9 +259,15 @@ def main(argv=None) -> int:
     parser.add_argument("--sb3-time-limit", type=float, default=math.inf, metavar="SECONDS")
     parser.add_argument("--json", default="bench/results/ppo.json")
     args = parser.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    if args.mujoco:
+        import ppo_mujoco
+
+        presets = args.presets.split(",") if args.presets else list(ppo_mujoco.PRESETS)
+        return ppo_mujoco.main(presets, seeds, args.steps, args.set)
     from fastbatch.ppo import PRESETS
 
-    seeds = [int(s) for s in args.seeds.split(",")]
+    args.presets = args.presets or "cartpole,pendulum,acrobot,mountaincar_continuous"
     report = []
     for preset in args.presets.split(","):
         env_id = PRESETS[preset].env_id

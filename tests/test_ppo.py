@@ -292,3 +292,25 @@ def test_the_rollout_op_and_the_numpy_function_path_collect_the_same_rollouts(en
             agent.rollout.carry_over()
     assert agents[0].rollout.uses_op and not agents[1].rollout.uses_op
     assert agents[0].rollout.episode_returns == agents[1].rollout.episode_returns
+
+
+@pytest.mark.parametrize("env_id, policy", [("Pendulum-v1", "mlp"), ("PendulumNoVel-v1", "gru")])
+def test_the_xla_compiled_update_trains_as_the_graph_update_does(env_id, policy):
+    config = resolve(env_id, policy=policy, gru_size=8, **TINY)
+    agents = []
+    for jit in (False, True):
+        agent = Agent(config.replace(jit_compile=jit), make_env(config))
+        agent.start(0)
+        agents.append(agent)
+    for _ in range(3):
+        metrics = [agent.update(agent.collect()) for agent in agents]
+        for key in ("loss/policy", "loss/value", "kl"):
+            np.testing.assert_allclose(
+                float(metrics[0][key]), float(metrics[1][key]), rtol=1e-3, atol=1e-6, err_msg=key
+            )
+    variables = [agent.optimizer.variables_ for agent in agents]
+    assert len(variables[0]) == len(variables[1]) > 0
+    for a, b in zip(*variables, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5, err_msg=a.name)
+    for agent in agents:
+        agent.rollout.env.close()

@@ -110,6 +110,49 @@ def test_minibatches_are_whole_env_sequences_covering_every_env_once_per_epoch()
     env.close()
 
 
+def test_truncation_bootstraps_from_the_state_carried_to_the_final_observation():
+    import fastbatch
+
+    config = resolve("PendulumNoVel-v1", **TINY_GRU)
+    T, N = config.rollout_steps, config.num_envs
+    # Episodes of 5 steps: every env truncates three times in one rollout of 16 steps.
+    env = fastbatch.make(
+        config.env_id,
+        N,
+        autoreset_mode="same_step",
+        seed=0,
+        stats_key="episode",
+        max_episode_steps=5,
+    )
+    agent = Agent(config, env)
+    agent.start(0)
+    agent.rollout_state.assign(tf.random.stateless_normal([N, config.gru_size], [1, 2]))
+    agent.rollout_starts.assign(tf.zeros([N], tf.bool))  # the first episodes carry that state
+    state0 = agent.rollout_state.numpy()
+    agent.collect()
+    a = {k: v.copy() for k, v in agent.rollout.arrays.items()}
+    assert a["truncated"].sum() == 3 * N and not a["terminated"].any()
+    done = a["truncated"]
+    starts = np.concatenate([np.zeros([1, N], bool), done[:-1]])
+    _, states = agent.core.sequence(agent.normalize(a["obs"][:T]), tf.constant(state0), starts)
+    last, final = agent.bootstrap_values(a["obs"][T], a["final_obs"], states, done)
+    # The reference steps each env's core one observation at a time.
+    no = tf.constant([False])
+    for i in range(N):
+        h = tf.constant(state0[i : i + 1])
+        for t in range(T):
+            _, h = agent.core(agent.normalize(a["obs"][t, i : i + 1]), h, starts[t, i : i + 1])
+            if done[t, i]:
+                features, _ = agent.core(agent.normalize(a["final_obs"][t, i : i + 1]), h, no)
+                np.testing.assert_allclose(final[t, i], agent.value(features)[0], atol=1e-5)
+                zero = agent.core.initial_state(1)
+                fresh, _ = agent.core(agent.normalize(a["final_obs"][t, i : i + 1]), zero, no)
+                assert abs(float(agent.value(fresh)[0]) - float(final[t, i])) > 1e-4
+        features, _ = agent.core(agent.normalize(a["obs"][T, i : i + 1]), h, done[-1, i : i + 1])
+        np.testing.assert_allclose(last[i], agent.value(features)[0], atol=1e-5)
+    env.close()
+
+
 @pytest.mark.parametrize("env_id", ["CartPoleNoVel-v1", "PendulumNoVel-v1"])
 def test_first_recurrent_minibatch_ratio_is_one(env_id):
     agent, env = _agent(env_id)

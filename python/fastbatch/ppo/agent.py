@@ -25,6 +25,8 @@ and update (the first minibatch's probability ratio is exactly 1).
 
 from __future__ import annotations
 
+import functools
+
 import tensorflow as tf
 
 from .config import PPOConfig
@@ -93,6 +95,11 @@ class Agent(tf.Module):
                 tf.ones([n], tf.bool), trainable=False, name="rollout_starts"
             )
         self._next_start = None  # (state, starts) where the last collected rollout ended
+        # The update's graph function; with config.jit_compile, the same as one XLA computation.
+        self._update_call = self._update
+        if config.jit_compile:
+            graph = functools.partial(type(self)._update.python_function, self)
+            self._update_call = tf.function(graph, autograph=False, jit_compile=True)
         self.rollout = Rollout(env, config.rollout_steps, self.obs_size, use_op=rollout_op)
 
     def start(self, seed: int) -> None:
@@ -172,6 +179,21 @@ class Agent(tf.Module):
         self.env_steps.assign_add(T * N)
         return actions.stack(), state, done
 
+    def bootstrap_values(self, next_obs, final_obs, states, done):
+        """Values that the rollout's last step and its truncated episodes bootstrap from, each
+        seen from the core's state carried to it: ``next_obs [N, obs]`` (slot T, after the
+        last step's reset rule) gives ``[N]``; ``final_obs [T, N, obs]`` (the final observation
+        of an episode that ended at step t) with ``states [T, N, S]`` (the state after step t)
+        gives ``[T, N]``. ``done [T, N]``: the episode ended at step t."""
+        T, N = self.config.rollout_steps, self.config.num_envs
+        last_features, _ = self.core(self.normalize(next_obs), states[-1], done[-1])
+        final_features, _ = self.core(
+            self.normalize(tf.reshape(final_obs, [T * N, self.obs_size])),
+            tf.reshape(states, [T * N, self.core.state_size]),
+            tf.zeros([T * N], tf.bool),
+        )
+        return self.value(last_features), tf.reshape(self.value(final_features), [T, N])
+
     def advantages(self, values, rewards, terminated, truncated, final_values, last_values):
         """GAE(lambda): termination cuts the bootstrap, truncation bootstraps from the final
         observation's value. All inputs [T, N] except last_values [N]. Returns (adv, returns)."""
@@ -219,7 +241,7 @@ class Agent(tf.Module):
         rollout then starts where this one ended (observations and core states)."""
         t = self.rollout.tensors
         state0, starts0 = self._rollout_start()
-        metrics = self._update(
+        metrics = self._update_call(
             actions,
             t["obs"],
             t["reward"],
@@ -253,14 +275,7 @@ class Agent(tf.Module):
         b_params = self.policy(flat(features))
         b_logp = self.policy.log_prob(b_params, flat(actions))
         b_values = self.value(flat(features))
-        # Bootstraps see the state carried to them: obs[T] after the last step's reset rule,
-        # a truncated episode's final observation with the state of the step that ended it.
-        last_features, _ = self.core(self.normalize(raw_obs[T]), states[-1], done[-1])
-        last_values = self.value(last_features)
-        final_features, _ = self.core(
-            self.normalize(flat(final_obs)), flat(states), tf.zeros([batch], tf.bool)
-        )
-        final_values = tf.reshape(self.value(final_features), [T, N])
+        last_values, final_values = self.bootstrap_values(raw_obs[T], final_obs, states, done)
         rewards = self.scale_rewards(reward, done)
         adv, returns = self.advantages(
             tf.reshape(b_values, [T, N]), rewards, terminated, truncated, final_values, last_values
@@ -289,36 +304,45 @@ class Agent(tf.Module):
         mb = U // c.minibatches
         steps = c.epochs * c.minibatches
 
-        def body(i, order, stats, first_ratio):
-            if c.minibatches == 1:  # every epoch takes the whole batch: no shuffle, no gathers
-                out = self._minibatch(state0, *data, old_log_std)
-            else:
-                epoch, k = i // c.minibatches, i % c.minibatches
-                order = tf.cond(
-                    tf.equal(k, 0),
-                    lambda: tf.argsort(
-                        tf.random.stateless_uniform(
-                            [U],
-                            seed=tf.stack(
-                                [tf.cast(self.updates, tf.int32), epoch + 104729 * c.seed]
-                            ),
-                        )
-                    ),
-                    lambda: order,
-                )
-                idx = order[k * mb : (k + 1) * mb]
-                out = self._minibatch(
-                    tf.gather(state0, idx),
-                    *(tf.gather(x, idx, axis=1) for x in data),
-                    old_log_std,
-                )
-            first_ratio = tf.where(tf.equal(i, 0), out[-1], first_ratio)
-            return i + 1, order, stats + tf.stack(out[:-1]), first_ratio
+        def take(x, lo, axis):  # mb units from `lo` along `axis` (a static size: XLA's form)
+            begin = [lo if a == axis else 0 for a in range(x.shape.rank)]
+            return tf.slice(
+                x, tf.stack(begin), [mb if a == axis else -1 for a in range(x.shape.rank)]
+            )
 
-        _, _, stats, first_ratio = tf.while_loop(
-            lambda i, *_: i < steps,
-            body,
-            (tf.constant(0), tf.range(U), tf.zeros([7]), tf.constant(0.0)),
+        def epoch_body(epoch, stats, first_ratio):
+            # Each epoch shuffles the units once; its minibatches are consecutive slices.
+            shuffled_state0, shuffled = state0, data
+            if c.minibatches > 1:  # one minibatch: the whole batch, no shuffle, no gathers
+                seed = tf.stack([tf.cast(self.updates, tf.int32), epoch + 104729 * c.seed])
+                # Random bits, not floats: XLA's uniform floats differ from the kernel's, its
+                # bits do not, so both forms of the update take the same minibatches.
+                keys = tf.random.stateless_uniform(
+                    [U], seed=seed, minval=None, maxval=None, dtype=tf.int64
+                )
+                order = tf.argsort(keys, stable=True)
+                shuffled_state0 = tf.gather(state0, order)
+                shuffled = [tf.gather(x, order, axis=1) for x in data]
+
+            def minibatch_body(k, stats, first_ratio):
+                lo = k * mb
+                out = self._minibatch(
+                    take(shuffled_state0, lo, 0), *(take(x, lo, 1) for x in shuffled), old_log_std
+                )
+                first_ratio = tf.where(tf.equal(epoch + k, 0), out[-1], first_ratio)
+                return k + 1, stats + tf.stack(out[:-1]), first_ratio
+
+            _, stats, first_ratio = tf.while_loop(
+                lambda k, *_: k < c.minibatches,
+                minibatch_body,
+                (tf.constant(0), stats, first_ratio),
+            )
+            return epoch + 1, stats, first_ratio
+
+        _, stats, first_ratio = tf.while_loop(
+            lambda epoch, *_: epoch < c.epochs,
+            epoch_body,
+            (tf.constant(0), tf.zeros([7]), tf.constant(0.0)),
         )
         stats /= float(steps)
         kl = stats[3]

@@ -64,18 +64,19 @@ class GRU(tf.Module):
     def initial_state(self, batch):
         return tf.zeros([batch, self.state_size])
 
-    def _step(self, x_proj, state, starts):
+    def _step(self, x_proj, state, starts, recurrent, recurrent_bias):
         """One step from the input projection ``x W + b`` ``[B, 3H]``."""
         size = self.state_size
         h = tf.where(starts[:, None], tf.zeros_like(state), state)
-        h_proj = tf.matmul(h, self.recurrent) + self.recurrent_bias
+        h_proj = tf.matmul(h, recurrent) + recurrent_bias
         gates = tf.sigmoid(x_proj[:, : 2 * size] + h_proj[:, : 2 * size])
         z, r = gates[:, :size], gates[:, size:]
         n = tf.tanh(x_proj[:, 2 * size :] + r * h_proj[:, 2 * size :])
         return n + z * (h - n)
 
     def __call__(self, obs, state, starts):
-        h = self._step(tf.matmul(obs, self.kernel) + self.bias, state, starts)
+        x_proj = tf.matmul(obs, self.kernel) + self.bias
+        h = self._step(x_proj, state, starts, self.recurrent, self.recurrent_bias)
         return h, h
 
     def sequence(self, obs, state, starts):
@@ -85,14 +86,19 @@ class GRU(tf.Module):
         flat = tf.reshape(obs, [steps * batch, obs.shape[-1]])
         x_proj = tf.reshape(tf.matmul(flat, self.kernel) + self.bias, [steps, batch, -1])
 
+        # The weights are read once, outside the loop: XLA cannot differentiate a loop that
+        # reads variables (jit_compile), and the graph saves a read per step.
+        recurrent, recurrent_bias = tf.identity(self.recurrent), tf.identity(self.recurrent_bias)
+
         def body(t, h, out):
-            h = self._step(x_proj[t], h, starts[t])
+            h = self._step(x_proj[t], h, starts[t], recurrent, recurrent_bias)
             return t + 1, h, out.write(t, h)
 
         _, _, out = tf.while_loop(
             lambda t, *_: t < steps,
             body,
             (tf.constant(0), state, tf.TensorArray(tf.float32, steps)),
+            maximum_iterations=steps,  # XLA needs the bound to differentiate the loop
         )
         states = out.stack()
         states.set_shape([None, None, self.state_size])
