@@ -11,9 +11,10 @@ namespace fastbatch::envs {
 
 const std::vector<const fb_env_api*>& BuiltinEnvs() {
   static const std::vector<const fb_env_api*> envs = {
-      EnvApi<CartPole>(),    EnvApi<Pendulum>(),
-      EnvApi<MountainCar>(), EnvApi<MountainCarContinuous>(),
-      EnvApi<Acrobot>(),     EnvApi<TestCounter>(),
+      EnvApi<CartPole>(),         EnvApi<Pendulum>(),
+      EnvApi<MountainCar>(),      EnvApi<MountainCarContinuous>(),
+      EnvApi<Acrobot>(),          EnvApi<TestCounter>(),
+      EnvApi<TestVariableCost>(),
   };
   return envs;
 }
