@@ -1,12 +1,18 @@
-"""BatchPPO presets against Stable-Baselines3 PPO (rl-baselines3-zoo hyperparameters), one run.
+"""BatchPPO presets against Stable-Baselines3 (rl-baselines3-zoo hyperparameters), one run.
 
-    python bench/ppo.py [--presets cartpole,pendulum] [--seeds 0,1,2] [--no-sb3] [--json FILE]
+    python bench/ppo.py [--presets cartpole,pendulum] [--seeds 0,1,2] [--set KEY=VALUE ...]
+                        [--no-sb3] [--sb3-threads 1,2] [--sb3-time-limit S] [--json FILE]
 
 For every preset and seed: wall-clock seconds (tracing and start-up included) and env steps
 until the mean return of the last 20 training episodes first reaches the env's threshold, and
-the mean return at the end of the budget. When `stable-baselines3` is installed (pip install
-'.[bench]' plus torch), the same figures for SB3 PPO with the zoo's tuned hyperparameters, with
-1 and 2 torch threads (the faster setting is compared). SB3 runs stop at the threshold.
+the mean return at the end of the budget. `--set` overrides config fields of every preset
+(e.g. `--set policy=mlp`: the NoVel presets without memory). When `stable-baselines3` is
+installed (pip install '.[bench]' plus torch), the same figures for SB3 with the zoo's tuned
+hyperparameters: PPO (hyperparams/ppo.yml) for the full envs, sb3-contrib's RecurrentPPO
+(hyperparams/ppo_lstm.yml) for the NoVel envs, on gymnasium's env with the zoo's velocity mask
+(the velocity columns multiplied by zero), with each of `--sb3-threads` torch threads (the
+faster setting is compared). SB3 runs stop at the threshold, or after `--sb3-time-limit`
+seconds (then the row says how far they got: a lower bound on their time to the threshold).
 """
 
 from __future__ import annotations
@@ -26,7 +32,12 @@ THRESHOLDS = {
     "Acrobot-v1": -100.0,
     "MountainCarContinuous-v0": 90.0,
     "HalfCheetah-v5": 3000.0,
+    "CartPoleNoVel-v1": 475.0,
+    "PendulumNoVel-v1": -250.0,
 }
+
+# rl-baselines3-zoo's NoVel envs (rl_zoo3/wrappers.py): the full env, velocity columns zeroed.
+NOVEL = {"CartPoleNoVel-v1": ("CartPole-v1", (1, 3)), "PendulumNoVel-v1": ("Pendulum-v1", (2,))}
 
 # rl-baselines3-zoo (hyperparams/ppo.yml) settings for these envs.
 ZOO = {
@@ -86,6 +97,38 @@ ZOO = {
             policy_kwargs=dict(log_std_init=-3.29, ortho_init=False),
         ),
     ),
+    # hyperparams/ppo_lstm.yml (sb3-contrib RecurrentPPO, MlpLstmPolicy defaults otherwise).
+    "CartPoleNoVel-v1": dict(
+        n_envs=8,
+        n_timesteps=100_000,
+        normalize=False,
+        kwargs=dict(
+            n_steps=32,
+            batch_size=256,
+            gae_lambda=0.8,
+            gamma=0.98,
+            n_epochs=20,
+            ent_coef=0.0,
+            learning_rate="lin_0.001",
+            clip_range="lin_0.2",
+        ),
+    ),
+    "PendulumNoVel-v1": dict(
+        n_envs=4,
+        n_timesteps=100_000,
+        normalize=False,
+        kwargs=dict(
+            n_steps=1024,
+            gae_lambda=0.95,
+            gamma=0.9,
+            n_epochs=10,
+            ent_coef=0.0,
+            learning_rate=1e-3,
+            clip_range=0.2,
+            use_sde=True,
+            sde_sample_freq=4,
+        ),
+    ),
 }
 
 
@@ -96,16 +139,14 @@ def first_crossing(rows, threshold):
     return None, None
 
 
-def run_fastbatch(preset: str, seed: int) -> dict:
+def run_fastbatch(preset: str, seed: int, overrides: list[str]) -> dict:
     from fastbatch.ppo import resolve, train
+    from fastbatch.ppo.train import read_progress
 
-    config = resolve(preset, seed=seed)
+    config = resolve(preset, overrides, seed=seed)
     with tempfile.TemporaryDirectory() as logdir:
         result = train(config, logdir, progress=False)
-        rows = [
-            tuple(float(x) for x in line.split(","))
-            for line in (Path(logdir) / "progress.csv").read_text().split()
-        ]
+        rows = read_progress(Path(logdir) / "progress.csv").tolist()
     steps, seconds = first_crossing(rows, THRESHOLDS[config.env_id])
     return {
         "env": config.env_id,
@@ -119,19 +160,37 @@ def run_fastbatch(preset: str, seed: int) -> dict:
     }
 
 
-def run_sb3(env_id: str, seed: int, threads: int) -> dict | None:
+def zoo_env(env_id: str):
+    """gymnasium's `env_id`, or for a NoVel id the zoo's definition: the full env with its
+    velocity columns multiplied by zero."""
+    import gymnasium
+    import numpy as np
+
+    if env_id not in NOVEL:
+        return gymnasium.make(env_id)
+    full, columns = NOVEL[env_id]
+    env = gymnasium.make(full)
+    mask = np.ones(env.observation_space.shape, env.observation_space.dtype)
+    mask[list(columns)] = 0
+    return gymnasium.wrappers.TransformObservation(env, lambda o: o * mask, env.observation_space)
+
+
+def run_sb3(env_id: str, seed: int, threads: int, time_limit: float) -> dict | None:
     try:
         import torch
         from stable_baselines3 import PPO
         from stable_baselines3.common.callbacks import BaseCallback
         from stable_baselines3.common.env_util import make_vec_env
         from stable_baselines3.common.vec_env import VecNormalize
+
+        if env_id in NOVEL:
+            from sb3_contrib import RecurrentPPO
     except ImportError:
         return None
     torch.set_num_threads(threads)
     zoo = ZOO[env_id]
     start = time.perf_counter()
-    env = make_vec_env(env_id, n_envs=zoo["n_envs"], seed=seed)
+    env = make_vec_env(lambda: zoo_env(env_id), n_envs=zoo["n_envs"], seed=seed)
     if zoo["normalize"]:
         env = VecNormalize(env)
     kwargs = dict(zoo["kwargs"])
@@ -143,8 +202,12 @@ def run_sb3(env_id: str, seed: int, threads: int) -> dict | None:
 
     class Stop(BaseCallback):
         hit = None
+        timed_out = False
 
         def _on_step(self) -> bool:
+            if time.perf_counter() - start > time_limit:
+                Stop.timed_out = True
+                return False
             buffer = self.model.ep_info_buffer
             if (
                 len(buffer) >= 20
@@ -154,7 +217,8 @@ def run_sb3(env_id: str, seed: int, threads: int) -> dict | None:
                 return False
             return True
 
-    model = PPO("MlpPolicy", env, seed=seed, verbose=0, device="cpu", **kwargs)
+    algo, policy = (RecurrentPPO, "MlpLstmPolicy") if env_id in NOVEL else (PPO, "MlpPolicy")
+    model = algo(policy, env, seed=seed, verbose=0, device="cpu", **kwargs)
     model.learn(total_timesteps=zoo["n_timesteps"], callback=Stop())
     buffer = list(model.ep_info_buffer)[-20:]
     env.close()
@@ -165,6 +229,9 @@ def run_sb3(env_id: str, seed: int, threads: int) -> dict | None:
         "steps_to_threshold": Stop.hit[0] if Stop.hit else None,
         "seconds_to_threshold": Stop.hit[1] if Stop.hit else None,
         "final_return": statistics.mean(e["r"] for e in buffer) if buffer else None,
+        "steps": model.num_timesteps,
+        "seconds": time.perf_counter() - start,
+        "timed_out": Stop.timed_out,
     }
 
 
@@ -179,7 +246,10 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--presets", default="cartpole,pendulum,acrobot,mountaincar_continuous")
     parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--no-sb3", action="store_true")
+    parser.add_argument("--sb3-threads", default="1,2")
+    parser.add_argument("--sb3-time-limit", type=float, default=math.inf, metavar="SECONDS")
     parser.add_argument("--json", default="bench/results/ppo.json")
     args = parser.parse_args(argv)
     from fastbatch.ppo import PRESETS
@@ -188,16 +258,22 @@ def main(argv=None) -> int:
     report = []
     for preset in args.presets.split(","):
         env_id = PRESETS[preset].env_id
-        ours = [run_fastbatch(preset, s) for s in seeds]
+        ours = [run_fastbatch(preset, s, args.set) for s in seeds]
         theirs = {}
         if not args.no_sb3 and env_id in ZOO:
-            for threads in (1, 2):
-                runs = [run_sb3(env_id, s, threads) for s in seeds]
+            for threads in (int(t) for t in args.sb3_threads.split(",")):
+                runs = [run_sb3(env_id, s, threads, args.sb3_time_limit) for s in seeds]
                 if runs and runs[0] is not None:
                     theirs[threads] = runs
-        row = {"preset": preset, "env": env_id, "threshold": THRESHOLDS[env_id], "fastbatch": ours}
+        label = " ".join([preset, *args.set])
+        row = {
+            "preset": label,
+            "env": env_id,
+            "threshold": THRESHOLDS[env_id],
+            "fastbatch": ours,
+        }
         line = (
-            f"{preset:<24} fastbatch: {sum(r['steps_to_threshold'] is not None for r in ours)}/{len(seeds)} reached,"
+            f"{label:<24} fastbatch: {sum(r['steps_to_threshold'] is not None for r in ours)}/{len(seeds)} reached,"
             f" median {median_or_none([r['seconds_to_threshold'] for r in ours])} s /"
             f" {median_or_none([r['steps_to_threshold'] for r in ours])} steps,"
             f" final {[round(r['final_return'], 1) for r in ours]}"
@@ -218,6 +294,12 @@ def main(argv=None) -> int:
                 f"{median_or_none([r['seconds_to_threshold'] for r in sb3])} s /"
                 f" {median_or_none([r['steps_to_threshold'] for r in sb3])} steps"
             )
+            for r in sb3:
+                if r["timed_out"]:
+                    line += (
+                        f"\n{'':<24}   seed {r['seed']}: stopped at the time limit, "
+                        f"{r['seconds']:.0f} s / {r['steps']} steps, return {r['final_return']}"
+                    )
         print(line, flush=True)
         report.append(row)
     out = Path(args.json)

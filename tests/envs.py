@@ -288,12 +288,17 @@ def _place(
 _COUNTER_PARAMS = ("terminate_at_step", "throw_at_step", "throw_at_reset", "max_episode_steps")
 
 
+# The contract tests check fastbatch's own episode statistics too (off by default), so the
+# backends' makers turn them on unless a test says otherwise.
+STATS = {"stats_key": "episode"}
+
+
 def make_native(num_envs: int, env_id: str = COUNTER, **kwargs: Any):
-    return fastbatch.make(env_id, num_envs, **kwargs)
+    return fastbatch.make(env_id, num_envs, **{**STATS, **kwargs})
 
 
 def make_native_async(num_envs: int, batch_size: int, env_id: str = COUNTER, **kwargs: Any):
-    return fastbatch.make(env_id, num_envs, batch_size=batch_size, **kwargs)
+    return fastbatch.make(env_id, num_envs, batch_size=batch_size, **{**STATS, **kwargs})
 
 
 def make_native_whole_batch(num_envs: int, env_id: str = COUNTER, **kwargs: Any):
@@ -303,8 +308,7 @@ def make_native_whole_batch(num_envs: int, env_id: str = COUNTER, **kwargs: Any)
 def make_process(num_envs: int, env_id: str = COUNTER, **kwargs: Any):
     """The process backend with real worker processes (two unless told otherwise); the counter
     id stands for its Python twin, any other id for gymnasium's env."""
-    kwargs.setdefault("num_workers", min(2, num_envs))
-    kwargs.setdefault("in_parent", False)
+    kwargs = {**STATS, "num_workers": min(2, num_envs), "in_parent": False, **kwargs}
     if env_id != COUNTER:
         return fastbatch.make(env_id, num_envs, backend="process", **kwargs)
     params = {key: kwargs.pop(key) for key in _COUNTER_PARAMS if key in kwargs}

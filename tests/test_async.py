@@ -248,11 +248,13 @@ def test_process_async_send_recv_works_on_whole_worker_blocks():
     env.reset(seed=0)
     env.send(np.zeros(4, dtype=np.int64))
     seen = []
-    for _ in range(6):
+    for _ in range(200):  # a loaded machine may return one block many times in a row
         obs, *_, info = env.recv()
         assert obs.shape == (2, 2)
         seen.append(tuple(info["env_id"]))
         env.send(np.zeros(2, dtype=np.int64), info["env_id"])
+        if len(seen) >= 6 and len(set(seen)) == 2:
+            break
     assert set(seen) == {(0, 1), (2, 3)}
     with pytest.raises(fastbatch.AsyncStateError):
         env.send(np.zeros(2, dtype=np.int64), info["env_id"])

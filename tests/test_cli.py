@@ -162,7 +162,9 @@ def test_a_video_format_without_its_writer_names_what_to_install(tmp_path):
     from fastbatch.ppo.video import record_video
 
     with pytest.raises(RuntimeError, match=r"imageio\[ffmpeg\]"):
-        record_video(lambda obs: np.zeros(len(obs), np.int64), "CartPole-v1", tmp_path / "x.mp4")
+        record_video(
+            lambda obs, starts: np.zeros(len(obs), np.int64), "CartPole-v1", tmp_path / "x.mp4"
+        )
 
 
 def test_progress_files_without_the_header_still_read_and_plot(tmp_path):

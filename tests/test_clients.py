@@ -36,7 +36,7 @@ def test_the_gymnasium_wrapper_recipe_records_the_envs_own_returns():
     namespace: dict = {}
     exec(readme_block("gymnasium-wrappers"), namespace)
     envs = namespace["envs"]
-    twin = fastbatch.make("Pendulum-v1", num_envs=8, seed=0)  # fastbatch's own statistics
+    twin = fastbatch.make("Pendulum-v1", num_envs=8, seed=0, stats_key="episode")  # C++'s
     envs.reset()
     twin.reset()
     actions = np.random.default_rng(0).uniform(-2.0, 2.0, size=(450, 8, 1)).astype(np.float32)
@@ -61,7 +61,8 @@ def test_the_gymnasium_wrapper_recipe_records_the_envs_own_returns():
 
 
 def test_what_the_gymnasium_section_says_the_wrappers_refuse():
-    envs = gym.wrappers.vector.RecordEpisodeStatistics(fastbatch.make("CartPole-v1", 2, seed=0))
+    own_stats = fastbatch.make("CartPole-v1", 2, seed=0, stats_key="episode")
+    envs = gym.wrappers.vector.RecordEpisodeStatistics(own_stats)
     envs.reset()
     with pytest.raises(ValueError, match="Attempted to add episode stats with key 'episode'"):
         for _ in range(500):
@@ -161,7 +162,7 @@ def test_cleanrl_over_the_process_backend_logs_what_sync_vector_env_logged():
 
 STATS_OFF_ENVS = """\
     envs = gym.wrappers.vector.RecordEpisodeStatistics(
-        fastbatch.make(args.env_id, args.num_envs, autoreset_mode="same_step", stats_key=None)
+        fastbatch.make(args.env_id, args.num_envs, autoreset_mode="same_step")  # defaults
     )
 """
 

@@ -1,5 +1,5 @@
 """The gymnasium vector contract, written once and run on every backend (the `backend` fixture):
-seeding, reset masks, the three autoreset modes against `SyncVectorEnv` over the Python twin,
+(seeding and reset masks in test_contract_reset.py) the three autoreset modes against `SyncVectorEnv` over the Python twin,
 episode statistics against `RecordEpisodeStatistics`, bad input, env errors and close; and the
 same exception type and message for the same bad input on both backends."""
 
@@ -15,79 +15,6 @@ from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 import fastbatch
 from tests.envs import COUNTER, CounterEnv, assert_infos_equal, raised_by, random_actions
-
-
-# ---------------------------------------------------------------------------- seeding
-def test_env_i_is_seeded_with_seed_plus_i(backend):
-    batch_obs, _ = backend.make(4, "CartPole-v1").reset(seed=100)
-    for i in range(4):
-        obs, _ = backend.make(1, "CartPole-v1").reset(seed=100 + i)
-        np.testing.assert_array_equal(obs[0], batch_obs[i])
-
-
-def test_reset_seed_reseeds_and_unseeded_reset_continues(backend):
-    env = backend.make(3, "CartPole-v1")
-    first, _ = env.reset(seed=5)
-    first = first.copy()
-    again, _ = env.reset(seed=5)
-    np.testing.assert_array_equal(first, again)
-    following, _ = env.reset()
-    assert not np.array_equal(first, following)
-    seeded_at_make = backend.make(3, "CartPole-v1", seed=5)
-    np.testing.assert_array_equal(seeded_at_make.reset()[0], first)
-
-
-def test_seed_list_with_none_keeps_that_envs_generator(backend):
-    env = backend.make(2, "CartPole-v1")
-    env.reset(seed=[1, 2])
-    obs, _ = env.reset(seed=[1, None])
-    ref = backend.make(1, "CartPole-v1")
-    np.testing.assert_array_equal(obs[0], ref.reset(seed=1)[0][0])
-
-
-@pytest.mark.parametrize("seed", [-1, 2**64, 1.5, "7"])
-def test_bad_seeds_are_refused(backend, seed):
-    env = backend.make(2)
-    with pytest.raises((ValueError, TypeError), match="seed"):
-        env.reset(seed=seed)
-
-
-# ---------------------------------------------------------------------------- reset mask
-def test_reset_mask_resets_only_masked_envs(backend):
-    env = backend.make(4, "CartPole-v1", seed=0)
-    env.reset()
-    for _ in range(5):
-        obs, *_ = env.step(np.ones(4, dtype=np.int64))
-    before = obs.copy()
-    mask = np.array([True, False, True, False])
-    after, info = env.reset(options={"reset_mask": mask})
-    assert info == {}
-    np.testing.assert_array_equal(after[~mask], before[~mask])
-    assert not np.array_equal(after[mask], before[mask])
-    assert np.all(np.abs(after[mask]) <= 0.05)
-
-
-@pytest.mark.parametrize(
-    "mask, error, match",
-    [
-        ([True, False], TypeError, "numpy array"),
-        (np.array([1, 0]), TypeError, "dtype bool"),
-        (np.array([True, False, True]), ValueError, "shape"),
-        (np.array([False, False]), ValueError, "at least one True"),
-    ],
-    ids=["list", "int", "shape", "no-true"],
-)
-def test_bad_reset_masks_are_refused(backend, mask, error, match):
-    env = backend.make(2, seed=0)
-    env.reset()
-    with pytest.raises(error, match=match):
-        env.reset(options={"reset_mask": mask})
-
-
-def test_unknown_reset_options_are_refused(backend):
-    env = backend.make(2)
-    with pytest.raises(ValueError, match="unsupported reset option"):
-        env.reset(options={"low": -0.1})
 
 
 # ---------------------------------------------------------------------------- autoreset
@@ -385,11 +312,14 @@ SAME_ERROR = {
     "mask not bool": _case(_mask(np.ones(8, np.int64)), TypeError),
     "mask of the wrong shape": _case(_mask(np.ones(7, bool)), ValueError),
     "mask without a True": _case(_mask(np.zeros(8, bool)), ValueError),
-    "mask on the first reset": _case(
-        _mask(np.ones(8, bool)),
+    "partial mask on the first reset": _case(
+        _mask(np.arange(8) < 4),
         ValueError,
-        r"^the first reset must reset every env \(no reset_mask\)$",
+        r"^the first reset must reset every env \(no reset_mask, or an all-True one\)$",
         _fresh,
+    ),
+    "scalar actions": _case(
+        _step(0), TypeError, r"^actions must be a batch, an array of shape \(8,\), got a scalar$"
     ),
     "actions not array-like": _case(
         _step([[0]] * 7 + [[1, 2]]),

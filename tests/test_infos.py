@@ -19,7 +19,7 @@ def test_infos_statistics_and_per_env_factories_match_gymnasium():
 
     fns = [lambda length=length: ScriptedEnv(length) for length in (2, 3, 4)]
     ref = RecordEpisodeStatistics(SyncVectorEnv(fns))
-    with fastbatch.make(fns, backend="process", num_workers=2) as env:
+    with fastbatch.make(fns, backend="process", num_workers=2, stats_key="episode") as env:
         env.reset(seed=0)
         ref.reset(seed=0)
         infos_seen = episodes = 0

@@ -1,5 +1,9 @@
 """Lockstep agreement of the built-in envs with gymnasium's own Python implementations.
 
+The partially observed NoVel envs (rl-baselines3-zoo's) run against gymnasium's full env with
+the velocity columns taken out of its observation; their internal state, velocities included,
+is compared in full.
+
 For each env and seed, a batch of native envs and one gymnasium env per batch slot run side by
 side. At every native reset the native env's full internal state is injected into the
 gymnasium env; from then on both step on their own, and observation, reward, terminated and
@@ -28,10 +32,13 @@ SEEDS = (0, 1, 2)
 class Case:
     inject: Callable[[object, np.ndarray], None]  # writes a native state into gymnasium's env
     observe: Callable[[object], np.ndarray]  # gymnasium's observation for its current state
-    # Action from (rng, native obs, explore probability). Envs 0-1 of the batch explore a lot
-    # (long episodes, time limits), envs 2-3 mostly follow the heuristic (terminations).
+    # Action from (rng, observation, explore probability). Envs 0-1 of the batch explore a lot
+    # (long episodes, time limits), envs 2-3 mostly follow the heuristic (terminations). The
+    # observation is the full one (the reference's, in lockstep), also for envs that hide part.
     policy: Callable[[np.random.Generator, np.ndarray, float], object]
     can_terminate: bool = True
+    reference: str | None = None  # gymnasium's id, when it is not the native id
+    columns: tuple[int, ...] | None = None  # the reference's observation columns the env shows
 
 
 def _set_state(dtype):
@@ -82,6 +89,21 @@ CASES = {
         _state_obs,
         lambda rng, obs, p: _continuous(rng, p, -1.0, 1.0, towards=obs[1] if obs[1] != 0 else 1.0),
     ),
+    "CartPoleNoVel-v1": Case(
+        _set_state(np.float64),
+        _state_obs,
+        _cartpole_policy,
+        reference="CartPole-v1",
+        columns=(0, 2),
+    ),
+    "PendulumNoVel-v1": Case(
+        _set_state(np.float64),
+        lambda env: env._get_obs(),
+        lambda rng, obs, p: _continuous(rng, p, -2.0, 2.0, towards=obs[2]),
+        can_terminate=False,
+        reference="Pendulum-v1",
+        columns=(0, 1),
+    ),
     "Acrobot-v1": Case(
         _set_state(np.float32),
         lambda env: env._get_ob(),
@@ -95,13 +117,16 @@ CASES = {
 def test_lockstep_with_gymnasium(env_id, seed):
     case = CASES[env_id]
     native = fastbatch.make(env_id, num_envs=NUM_ENVS, num_workers=2)
-    refs = [gymnasium.make(env_id, disable_env_checker=True) for _ in range(NUM_ENVS)]
+    refs = [
+        gymnasium.make(case.reference or env_id, disable_env_checker=True) for _ in range(NUM_ENVS)
+    ]
     rng = np.random.default_rng(1000 + seed)
+    columns = list(case.columns) if case.columns else slice(None)
 
     def sync(i, native_obs):
         refs[i].reset(seed=seed * 100 + i)
         case.inject(refs[i].unwrapped, native.get_env_state(i))
-        np.testing.assert_array_equal(case.observe(refs[i].unwrapped), native_obs[i])
+        np.testing.assert_array_equal(case.observe(refs[i].unwrapped)[columns], native_obs[i])
 
     obs, _ = native.reset(seed=seed)
     for i in range(NUM_ENVS):
@@ -110,7 +135,8 @@ def test_lockstep_with_gymnasium(env_id, seed):
     terminations = truncations = 0
     obs = obs.copy()
     for t in range(STEPS):
-        actions = [case.policy(rng, obs[i], 0.9 if i < 2 else 0.2) for i in range(NUM_ENVS)]
+        full = [case.observe(ref.unwrapped) for ref in refs] if case.columns else obs
+        actions = [case.policy(rng, full[i], 0.9 if i < 2 else 0.2) for i in range(NUM_ENVS)]
         batch = np.array(actions) if isinstance(actions[0], int) else np.stack(actions)
         obs, reward, terminated, truncated, _ = native.step(batch)
         for i, ref in enumerate(refs):
@@ -120,7 +146,7 @@ def test_lockstep_with_gymnasium(env_id, seed):
                 continue
             r_obs, r_reward, r_term, r_trunc, _ = ref.step(actions[i])
             where = f"{env_id} seed {seed} env {i} step {t}"
-            np.testing.assert_allclose(obs[i], r_obs, rtol=1e-5, atol=1e-6, err_msg=where)
+            np.testing.assert_allclose(obs[i], r_obs[columns], rtol=1e-5, atol=1e-6, err_msg=where)
             np.testing.assert_allclose(
                 native.get_env_state(i),
                 np.asarray(ref.unwrapped.state, dtype=np.float64),
@@ -143,9 +169,14 @@ def test_lockstep_with_gymnasium(env_id, seed):
 
 @pytest.mark.parametrize("env_id", sorted(CASES))
 def test_spaces_and_spec_match_gymnasium(env_id):
-    ref = gymnasium.make(env_id, disable_env_checker=True)
+    case = CASES[env_id]
+    ref = gymnasium.make(case.reference or env_id, disable_env_checker=True)
     spec = fastbatch.spec(env_id)
-    assert spec.observation_space == ref.observation_space
+    space = ref.observation_space
+    if case.columns:  # the reference's bounds of the columns shown
+        columns = list(case.columns)
+        space = gymnasium.spaces.Box(space.low[columns], space.high[columns], dtype=space.dtype)
+    assert spec.observation_space == space
     assert spec.action_space == ref.action_space
     assert spec.max_episode_steps == ref.spec.max_episode_steps
     assert spec.reward_threshold == ref.spec.reward_threshold

@@ -4,7 +4,7 @@ At each episode start the native state (``get_env_state``: qpos ++ qvel) is put 
 gymnasium's env with ``set_state``; then both take the same actions to the episode's end (the
 time limit included, for the short envs) and observation, reward, terminated, truncated and every
 info key agree to 1e-6 relative, for the default kwargs and for a set of non-default ones.
-Reset-noise statistics are compared with gymnasium's own resets.
+Reset states equal gymnasium's for the same seeds, bit for bit.
 """
 
 from __future__ import annotations
@@ -142,15 +142,15 @@ def test_spec_matches_gymnasium_registration(env_id):
 
 
 def reset_states(env_id: str, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """n reset states (qpos ++ qvel) of the native env and of gymnasium's."""
+    """n reset states (qpos ++ qvel) of native envs seeded 0..n-1, and of gymnasium's env reset
+    with the same seeds."""
     env = fastbatch.make(env_id, n, seed=0)
     env.reset()
     native = np.array([env.get_env_state(i) for i in range(n)])
     genv = gymnasium.make(env_id).unwrapped
-    genv.reset(seed=0)
     reference = []
-    for _ in range(n):
-        genv.reset()
+    for seed in range(n):
+        genv.reset(seed=seed)
         reference.append(np.concatenate([genv.data.qpos, genv.data.qvel]))
     return native, np.array(reference)
 
@@ -159,21 +159,11 @@ def reset_states(env_id: str, n: int) -> tuple[np.ndarray, np.ndarray]:
     "env_id",
     ["HalfCheetah-v5", "Hopper-v5", "Ant-v5", "InvertedDoublePendulum-v5", "Reacher-v5"],
 )
-def test_reset_noise_statistics_match_gymnasium(env_id):
-    n = 1500
-    native, reference = reset_states(env_id, n)
-    spread = reference.std(axis=0)
-    moving = spread > 0
-    np.testing.assert_array_equal(native[:, ~moving], reference[:, ~moving])  # fixed entries
-    np.testing.assert_allclose(native.std(axis=0)[moving], spread[moving], rtol=0.12)
-    standard_error = spread[moving] / np.sqrt(n)
-    assert (np.abs(native.mean(0) - reference.mean(0))[moving] < 5 * standard_error + 1e-12).all()
-    # The same family of distribution: the same range (uniform) or tails (normal).
-    np.testing.assert_allclose(
-        np.abs(native - native.mean(0)).max(0)[moving],
-        np.abs(reference - reference.mean(0)).max(0)[moving],
-        rtol=0.35,
-    )
+def test_reset_noise_is_gymnasiums_for_the_same_seeds(env_id):
+    # The native envs draw numpy's streams in gymnasium's order (uniform and normal noise).
+    native, reference = reset_states(env_id, 300)
+    np.testing.assert_array_equal(native, reference)
+    assert (reference.std(axis=0) > 0).sum() >= 2  # noise really drawn, in qpos and qvel
 
 
 def test_pusher_cylinder_rejection_sampling():

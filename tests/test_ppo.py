@@ -148,7 +148,8 @@ def test_saved_model_reproduces_the_deterministic_policy(tmp_path):
     )
     obs = np.random.default_rng(0).normal(size=(32, 3)).astype(np.float32) * 3
     served = next(iter(model.signatures["serving_default"](obs=tf.constant(obs)).values())).numpy()
-    np.testing.assert_allclose(served, agent.act(tf.constant(obs)).numpy(), rtol=1e-6, atol=1e-6)
+    acted, _ = agent.act(tf.constant(obs), agent.initial_state(32), tf.ones([32], tf.bool))
+    np.testing.assert_allclose(served, acted.numpy(), rtol=1e-6, atol=1e-6)
     assert np.all(np.abs(served) <= 2.0)  # clipped to the action space
     env.close()
 
@@ -246,6 +247,9 @@ def test_ppo_learns_cartpole_within_a_small_budget(tmp_path):
         ("cartpole", [], {"total_steps": -5}, "total_steps must be a positive integer"),
         ("cartpole", ["trust_region=trpo"], {}, "trust_region"),
         ("cartpole", ["minibatches=3"], {}, "divisible"),
+        ("cartpole", ["policy=lstm"], {}, "policy must be 'mlp' or 'gru'"),
+        ("cartpole_novel", ["minibatches=16"], {}, "whole env sequences"),
+        ("cartpole_novel", ["gru_size=0"], {}, "gru_size must be a positive integer"),
     ],
 )
 def test_bad_configs_are_refused(name, overrides, changes, match):

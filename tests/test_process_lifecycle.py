@@ -183,7 +183,9 @@ def test_restart_in_async_mode_and_when_the_envs_cannot_be_rebuilt(tmp_path):
 def test_a_restart_during_reset_reports_no_stale_episode_statistics(tmp_path):
     marker = str(tmp_path / "crash")
     fns = [lambda: ScriptedEnv(1), lambda: CrashOnResetEnv(marker, 2)]
-    env = fastbatch.make(fns, backend="process", num_workers=2, in_parent=False, restart=True)
+    env = fastbatch.make(
+        fns, backend="process", num_workers=2, in_parent=False, restart=True, stats_key="episode"
+    )
     env.reset()
     env.step(np.zeros(2, dtype=np.int64))  # env 0 ends
     info = env.step(np.zeros(2, dtype=np.int64))[4]  # env 1 ends (env 0 autoresets)

@@ -53,8 +53,9 @@ def parse_autoreset_mode(value: Any) -> AutoresetMode:
     )
 
 
-def seed_list(seed: Any, num_envs: int) -> list[int | None]:
-    """Per-env seeds: None (keep every generator), an int (env i gets seed + i) or a list."""
+def seed_list(seed: Any, num_envs: int, max_seed: int | None = MAX_SEED) -> list[int | None]:
+    """Per-env seeds: None (keep every generator), an int (env i gets seed + i) or a list;
+    non-negative, at most ``max_seed`` (None: any size, as numpy's SeedSequence takes)."""
     if seed is None:
         return [None] * num_envs
     if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
@@ -70,7 +71,9 @@ def seed_list(seed: Any, num_envs: int) -> list[int | None]:
             continue
         if isinstance(s, bool) or not isinstance(s, numbers.Integral):
             raise TypeError(f"seeds must be non-negative integers or None, got {s!r}")
-        if not 0 <= s <= MAX_SEED:
+        if s < 0:
+            raise ValueError(f"seeds must be non-negative, got {s}")
+        if max_seed is not None and s > max_seed:
             raise ValueError(f"seeds must be in [0, 2**64), got {s}")
     return [None if s is None else int(s) for s in seeds]
 

@@ -40,7 +40,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from fastbatch._args import seed_list
+from fastbatch._args import MAX_SEED, seed_list
 from fastbatch.errors import AsyncStateError, ClosedEnvError, EnvError
 
 __all__ = ["BatchVectorEnv"]
@@ -80,6 +80,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
 
     closed = True  # until _setup: a half-built env is closed, so __del__ does nothing
     _owner_pid = 0  # the process that made the envs (set by _claim)
+    _max_seed: int | None = MAX_SEED  # the largest seed the backend's envs take (None: any)
 
     def _setup(
         self,
@@ -88,9 +89,15 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         mode: AutoresetMode,
         observation_space: gymnasium.spaces.Space,
         action_space: gymnasium.spaces.Space,
+        seed: Any = None,
     ) -> None:
-        """The state every backend starts from, once its envs exist."""
+        """The state every backend starts from, once its envs exist. ``seed`` (make's) also
+        seeds the action spaces, so ``action_space.sample()`` repeats for the same seed (the
+        batch space draws from a copy of the single space's generator, as in gymnasium)."""
         self._claim()
+        first = seed[0] if isinstance(seed, (list, tuple)) and seed else seed
+        if first is not None:
+            action_space.seed(int(first))
         self.num_envs = num_envs
         self.batch_size = batch_size
         self.metadata = {"autoreset_mode": mode}
@@ -166,19 +173,29 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         mask = options.get("reset_mask")
         if mask is None:
             return None
-        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
-            what = f"dtype {mask.dtype}" if isinstance(mask, np.ndarray) else type(mask).__name__
+        # The messages are gymnasium's own (SyncVectorEnv's), so code that matches them works.
+        if not isinstance(mask, np.ndarray):
             raise TypeError(
-                f"options['reset_mask'] must be a numpy array of dtype bool, got {what}"
+                "`options['reset_mask']` must be a numpy array of `dtype=np.bool_`, got "
+                f"{type(mask).__name__}"
             )
+        if mask.dtype != np.bool_:
+            raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
         if mask.shape != (self.num_envs,):
             raise ValueError(
-                f"options['reset_mask'] must have shape ({self.num_envs},), got {mask.shape}"
+                f"`options['reset_mask']` must have shape `({self.num_envs},)`, got {mask.shape}"
             )
         if not mask.any():
-            raise ValueError("options['reset_mask'] must contain at least one True value")
+            raise ValueError(
+                "`options['reset_mask']` must contain a boolean array with at least one True "
+                f"value, got reset_mask={mask}"
+            )
         if not self._reset_called:
-            raise ValueError("the first reset must reset every env (no reset_mask)")
+            if not mask.all():
+                raise ValueError(
+                    "the first reset must reset every env (no reset_mask, or an all-True one)"
+                )
+            return None
         if self._broken:
             raise RuntimeError(
                 "a previous step raised an env error, so envs outside the mask may be out of "
@@ -201,7 +218,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         """
         self._check_open()
         mask = self._reset_mask(options)
-        seeds = seed_list(seed, self.num_envs)
+        seeds = seed_list(seed, self.num_envs, self._max_seed)
         if mask is not None:
             seeds = [s if m else None for s, m in zip(seeds, mask.tolist(), strict=True)]
         try:

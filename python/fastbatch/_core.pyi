@@ -112,7 +112,11 @@ class _VectorPool:
         """Async: waits for ``batch_size`` envs; ``(obs, reward, terminated, truncated, env_ids,
         episodes_ended)`` in completion order."""
     def seed(self, seeds: list[int | None]) -> None:
-        """Seeds env ``i`` with ``seeds[i]``; None keeps that env's generator running."""
+        """Seeds env ``i`` with ``seeds[i]`` (a non-negative int of any size) as
+        ``numpy.random.default_rng(seeds[i])`` would; None keeps that env's generator running."""
+    def np_random_seeds(self) -> list[int]:
+        """Per env, the seed it was last seeded with, or the 128-bit entropy an env never seeded
+        drew (gymnasium's ``np_random_seed``)."""
     def reset(self, mask: npt.NDArray[np.bool_] | None = None) -> npt.NDArray[Any]:
         """Resets every env, or those where ``mask`` is True; returns the observations."""
     def step(
@@ -212,3 +216,9 @@ def _native_loop_seconds(
 ) -> float:
     """Seconds of ``steps`` batch steps of a pool on ``num_threads`` threads driven by a C++
     loop, Box actions cycling through ``actions`` [tables, num_envs, *shape] if given (bench/)."""
+
+def _rng_draws(
+    seed: int, kind: str, count: int, stream: int | None = None
+) -> npt.NDArray[np.uint64] | npt.NDArray[np.float64]:
+    """Test hook: ``count`` draws of kind "raw", "uniform" or "normal" from ``fastbatch::Rng``
+    seeded as numpy's ``Generator(PCG64(SeedSequence(seed, spawn_key=(stream,))))``."""

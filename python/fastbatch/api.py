@@ -44,8 +44,9 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
 
     Native keyword arguments: ``seed`` (env ``i`` gets ``seed + i``), ``autoreset_mode`` (gymnasium's
     ``AutoresetMode`` or its string; default ``NEXT_STEP``), ``max_episode_steps`` (default: the
-    env's; 0 disables the time limit), ``stats_key`` (info key of the episode statistics,
-    default ``"episode"``; None turns them off), ``batch_size`` (async mode below ``num_envs``),
+    env's; 0 disables the time limit), ``stats_key`` (the info key under which fastbatch
+    reports finished episodes' statistics, computed in C++; default None: off, so gymnasium's
+    ``RecordEpisodeStatistics`` composes; ``"episode"`` gives its layout), ``batch_size`` (async mode below ``num_envs``),
     and the env's own parameters.
 
     Process keyword arguments: ``seed``, ``autoreset_mode``, ``stats_key``, ``batch_size`` (whole worker

@@ -95,7 +95,7 @@ def _eval(args) -> int:
         raise SystemExit("fastbatch eval: --video-episodes must be at least 1")
     _import_trainer()
     from fastbatch.ppo import evaluate_saved
-    from fastbatch.ppo.train import load_policy
+    from fastbatch.ppo.export import load_policy
     from fastbatch.ppo.video import check_recordable, record_video
 
     if args.video:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gymnasium.error
+
 from fastbatch._core import AsyncStateError, ClosedEnvError, EnvError, PluginError
 
 __all__ = [
@@ -21,10 +23,14 @@ EnvError.__doc__ = (
 
 AsyncStateError.__doc__ = (
     "`send()`/`recv()` were used out of order: `recv()` without a pending `send()`, an env sent "
-    "again before it was received, or fewer envs in flight than `batch_size`."
+    "again before it was received, or fewer envs in flight than `batch_size`. A subclass of RuntimeError and of gymnasium's "
+    "`AlreadyPendingCallError` and `NoAsyncCallError`."
 )
 
-ClosedEnvError.__doc__ = "The vector env was used after `close()`. A subclass of RuntimeError."
+ClosedEnvError.__doc__ = (
+    "The vector env was used after `close()`. A subclass of RuntimeError and of gymnasium's "
+    "`ClosedEnvironmentError`."
+)
 
 PluginError.__doc__ = (
     "A native env plugin could not be loaded or breaks the ABI contract (missing entry symbol, "
@@ -32,8 +38,8 @@ PluginError.__doc__ = (
 )
 
 
-class UnknownEnvError(ValueError):
-    """No env is registered under the requested id."""
+class UnknownEnvError(ValueError, gymnasium.error.NameNotFound):
+    """No env is registered under the requested id (also a gymnasium ``NameNotFound``)."""
 
 
 class WorkerDiedError(EnvError):

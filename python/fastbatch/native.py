@@ -14,6 +14,7 @@ from fastbatch import _core
 from fastbatch._args import MODE_CODES, parse_autoreset_mode, positive_int, seed_list, worker_count
 from fastbatch._base import BatchVectorEnv
 from fastbatch._infos import add_info, episode_info, numeric_info
+from fastbatch._native_attrs import NativeAttributes, check_render_mode
 from fastbatch.errors import AsyncStateError
 from fastbatch.registry import REGISTRY, spec_from_dict
 
@@ -49,6 +50,8 @@ class NativeVectorEnv(BatchVectorEnv):
     Threading: one thread at a time may call an env; a concurrent call raises ``RuntimeError``.
     """
 
+    _max_seed = None  # numpy's SeedSequence takes seeds of any size
+
     def __init__(
         self,
         env_id: str,
@@ -59,11 +62,13 @@ class NativeVectorEnv(BatchVectorEnv):
         seed: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         max_episode_steps: int | None = None,
-        stats_key: str | None = "episode",
+        stats_key: str | None = None,
         batch_size: int | None = None,
+        render_mode: str | None = None,
         **kwargs: Any,
     ) -> None:
         env_type, spec = REGISTRY.resolve(env_id)
+        check_render_mode(spec.id, render_mode)
         num_envs = positive_int("num_envs", num_envs)
         batch_size = num_envs if batch_size is None else positive_int("batch_size", batch_size)
         if batch_size > num_envs:
@@ -85,10 +90,12 @@ class NativeVectorEnv(BatchVectorEnv):
         if stats_key is not None and not isinstance(stats_key, str):
             raise TypeError(f"stats_key must be a string or None, got {stats_key!r}")
         params = spec.encode_params(kwargs)
-        seeds = None if seed is None else seed_list(seed, num_envs)
+        seeds = None if seed is None else seed_list(seed, num_envs, self._max_seed)
 
         self._spec = spec
         self._stats_key = stats_key
+        made_with = {name: kwargs.get(name, default) for name, default in spec.params.items()}
+        self._attrs = NativeAttributes(self, made_with, render_mode)
         self._pool = _core._VectorPool(
             env_type,
             num_envs,
@@ -106,11 +113,14 @@ class NativeVectorEnv(BatchVectorEnv):
             mode,
             self._env_spec.observation_space,
             self._env_spec.action_space,
+            seed=seeds,
         )
         self._idle_ids = self._all_ids  # async: the envs the next send() without env_ids steps
         self._info_layout = self._env_spec.infos  # numeric infos (contract v3), name -> size
         if seeds is not None:
             self._pool.seed(seeds)
+        self.render_mode = render_mode
+        self.metadata.update(self._attrs.metadata)
 
     # ------------------------------------------------------------------ primitives
     def _reset_envs(self, seeds, mask):
@@ -156,6 +166,7 @@ class NativeVectorEnv(BatchVectorEnv):
         return obs, reward, terminated, truncated, info
 
     def _close_envs(self):
+        self._attrs.close()
         self._pool.close()
 
     def _abandon_envs(self):
@@ -239,6 +250,44 @@ class NativeVectorEnv(BatchVectorEnv):
         """The internal float64 state of env ``index`` (for tests and debugging)."""
         self._check_open()
         return self._pool.get_state(index)
+
+    # ------------------------------------------------------------------ gymnasium extras
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Calls (or, when not callable, reads) ``name`` on every env: a tuple in env order.
+
+        Native envs answer their params, spaces, ``spec``, ``metadata``, ``render_mode``,
+        ``np_random_seed``, ``state`` and ``render`` (see `fastbatch._native_attrs`)."""
+        self._check_open()
+        values = [self._attrs.value(name, i) for i in range(self.num_envs)]
+        return tuple(v(*args, **kwargs) if callable(v) else v for v in values)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """Attribute ``name`` of every env, a tuple in env order (see :meth:`call`)."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Refused: a native env's params are fixed when it is made."""
+        self._check_open()
+        self._attrs.value(name, 0)  # an unknown name raises AttributeError first
+        raise AttributeError(
+            f"cannot set {name!r} on native envs: their params and state are fixed when they are "
+            f"made; make new envs with fastbatch.make({self._spec.id!r}, n, {name}=...)"
+        )
+
+    @property
+    def np_random_seed(self) -> tuple[int, ...]:
+        """Per env, the seed it was last seeded with, or (never seeded) the 128-bit entropy it
+        drew, as gymnasium's ``np_random_seed``: reseeding with it replays the env's stream."""
+        self._check_open()
+        return tuple(self._pool.np_random_seeds())
+
+    def render(self) -> tuple[Any, ...] | None:
+        """Every env's frame (``render_mode="rgb_array"``), drawn by gymnasium's renderer of the
+        same id from the env's state; None without a render mode."""
+        self._check_open()
+        if self.render_mode is None:
+            return None
+        return tuple(self._attrs.render_one(i) for i in range(self.num_envs))
 
     # ------------------------------------------------------------------ internals
     def _episode_info(self) -> dict[str, Any]:

@@ -103,7 +103,7 @@ class ProcessVectorEnv(BatchVectorEnv):
         num_workers: int | None = None,
         seed: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-        stats_key: str | None = "episode",
+        stats_key: str | None = None,
         batch_size: int | None = None,
         start_timeout: float = 120.0,
         liveness_interval: float = 0.05,
@@ -160,7 +160,7 @@ class ProcessVectorEnv(BatchVectorEnv):
         except BaseException:
             self.close()
             raise
-        self._setup(num_envs, batch_size, mode, *self._workers.spaces)
+        self._setup(num_envs, batch_size, mode, *self._workers.spaces, seed=pending_seeds)
         self._pending_seeds = pending_seeds  # make(seed=...): applied by the first reset()
         self._in_flight: list[int] = []  # async: workers sent and not yet received
         self._idle_workers = list(range(workers))  # async: workers a send() without ids steps

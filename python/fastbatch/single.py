@@ -21,25 +21,25 @@ class NativeEnv(gymnasium.Env):
     ``params`` are the env's constructor params (as for `fastbatch.make`). The env's own time
     limit applies (gymnasium.make adds its TimeLimit wrapper with the same limit). After an
     episode ends, call ``reset()`` before stepping again (stepping an ended episode raises
-    ValueError). Native envs do not render: ``render_mode`` must be None.
+    ValueError). The built-in classic-control and MuJoCo envs render with
+    ``render_mode="rgb_array"`` (gymnasium's renderer draws the native state); other native envs
+    take ``render_mode=None`` only.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium's class attribute
+    # gymnasium.make checks a render mode against the class's modes; each env narrows its own.
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"]}  # noqa: RUF012
 
     def __init__(self, env_id: str, render_mode: str | None = None, **params: Any) -> None:
-        if render_mode is not None:
-            raise ValueError(
-                f"native envs do not render; render_mode must be None, got {render_mode!r}"
-            )
-        self.render_mode = None
         self._envs = NativeVectorEnv(
             env_id,
             1,
             num_workers=1,
             autoreset_mode=AutoresetMode.DISABLED,
-            stats_key=None,
+            render_mode=render_mode,
             **params,
         )
+        self.render_mode = render_mode
+        self.metadata = self._envs.get_attr("metadata")[0]
         self.observation_space = self._envs.single_observation_space
         self.action_space = self._envs.single_action_space
         self._discrete = isinstance(self.action_space, gymnasium.spaces.Discrete)
@@ -65,6 +65,11 @@ class NativeEnv(gymnasium.Env):
             bool(truncated[0]),
             _row_info(info),
         )
+
+    def render(self) -> Any:
+        """The env's frame (``render_mode="rgb_array"``), or None without a render mode."""
+        frames = self._envs.render()
+        return None if frames is None else frames[0]
 
     def close(self) -> None:
         self._envs.close()

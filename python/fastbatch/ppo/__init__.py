@@ -15,6 +15,7 @@ if "tensorflow" not in sys.modules:
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 from .config import PRESETS, PPOConfig, resolve
-from .train import evaluate_saved, train
+from .export import evaluate_saved
+from .train import train
 
 __all__ = ["PRESETS", "PPOConfig", "evaluate_saved", "resolve", "train"]

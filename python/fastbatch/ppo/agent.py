@@ -8,7 +8,16 @@ TensorFlow reads through DLPack aliases: no copies. One `update()` call runs eve
 minibatch inside a single `tf.function`.
 
 Truncation bootstraps the value from the final observation (the envs run in SAME_STEP
-autoreset mode, so every stored transition is real: no padded steps); termination does not.
+autoreset mode, so every stored transition is real: no padded steps), seen from the core's
+state carried to that step; termination does not.
+
+Recurrent cores (core.py): each env's state at the start of a rollout is kept in the agent
+(``rollout_state``, with ``rollout_starts`` marking envs whose first observation begins an
+episode), the state is reset wherever an episode starts (the step after terminated or
+truncated), and the update replays each env's whole rollout from that kept state with the
+current weights: minibatches are sets of whole env sequences, and gradients flow back through
+the rollout (truncated BPTT). The feed-forward core is the same code with one step per
+"sequence" and a minibatch of shuffled steps.
 Observation statistics are frozen from the start of a rollout to the end of its update, then
 updated with that rollout's observations, so the normaliser never drifts between collection
 and update (the first minibatch's probability ratio is exactly 1).
@@ -19,6 +28,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from .config import PPOConfig
+from .core import make_core
 from .networks import Policy, Value
 from .normalize import RunningMeanStd
 from .optim import Adam
@@ -45,19 +55,26 @@ class Agent(tf.Module):
         self.discrete = hasattr(act_space, "n")
         if not self.discrete and len(act_space.shape) != 1:
             raise ValueError(f"PPO here takes flat Box actions, got shape {act_space.shape}")
+        self.core = make_core(config.policy, self.obs_size, config.gru_size, config.seed)
+        self.recurrent = self.core.state_size > 0
+        features = self.core.feature_size
         self.policy = Policy(
-            self.obs_size,
+            features,
             act_space,
             config.policy_layers,
             config.activation,
             config.init_log_std,
             config.seed,
         )
-        self.value = Value(self.obs_size, config.value_layers, config.activation, config.seed)
+        self.value = Value(features, config.value_layers, config.activation, config.seed)
         self.obs_rms = RunningMeanStd([self.obs_size], name="obs_rms")
         self.ret_rms = RunningMeanStd([], name="ret_rms")
         self.running_return = tf.Variable(tf.zeros([config.num_envs], tf.float64), trainable=False)
-        variables = list(self.policy.trainable_variables) + list(self.value.trainable_variables)
+        variables = [
+            *getattr(self.core, "trainable_variables", ()),
+            *self.policy.trainable_variables,
+            *self.value.trainable_variables,
+        ]
         self.optimizer = Adam(variables, config.learning_rate, config.max_grad_norm)
         self.beta = tf.Variable(
             config.kl_init_penalty, trainable=False, dtype=tf.float32, name="beta"
@@ -67,12 +84,36 @@ class Agent(tf.Module):
         if not self.discrete:
             self.action_low = tf.constant(act_space.low, tf.float32)
             self.action_high = tf.constant(act_space.high, tf.float32)
+        if self.recurrent:  # checkpointed; an MLP agent's checkpoint has no such entries
+            n = config.num_envs
+            self.rollout_state = tf.Variable(
+                self.core.initial_state(n), trainable=False, name="rollout_state"
+            )
+            self.rollout_starts = tf.Variable(
+                tf.ones([n], tf.bool), trainable=False, name="rollout_starts"
+            )
+        self._next_start = None  # (state, starts) where the last collected rollout ended
         self.rollout = Rollout(env, config.rollout_steps, self.obs_size, use_op=rollout_op)
 
     def start(self, seed: int) -> None:
-        """Resets every env (env i gets seed + i) into slot 0 of the rollout storage."""
+        """Resets every env (env i gets seed + i) into slot 0 of the rollout storage; every
+        env's episode starts there."""
         self.rollout.start(seed)
         self.running_return.assign(tf.zeros_like(self.running_return))
+        if self.recurrent:
+            self.rollout_state.assign(tf.zeros_like(self.rollout_state))
+            self.rollout_starts.assign(tf.ones_like(self.rollout_starts))
+
+    def initial_state(self, batch):
+        """The core's state ``[batch, state_size]`` for envs whose episode starts."""
+        return self.core.initial_state(batch)
+
+    def _rollout_start(self):
+        """(state, starts) of every env at slot 0 of the rollout (graph side)."""
+        if self.recurrent:
+            return tf.identity(self.rollout_state), tf.identity(self.rollout_starts)
+        n = self.config.num_envs
+        return self.core.initial_state(n), tf.ones([n], tf.bool)
 
     # ------------------------------------------------------------------ collection
     def normalize(self, obs):
@@ -88,7 +129,8 @@ class Agent(tf.Module):
 
     def collect(self):
         """One rollout of T steps: returns the sampled actions [T, N, ...]."""
-        actions = self._collect(self.rollout.tensors["obs"])
+        actions, state, done = self._collect(self.rollout.tensors["obs"])
+        self._next_start = (state, done)
         self.rollout.finish()
         return actions
 
@@ -100,32 +142,35 @@ class Agent(tf.Module):
         c = self.config
         T, N = c.rollout_steps, c.num_envs
         base = tf.cast(self.env_steps, tf.int32)
-        state0 = self.policy.initial_state(N)
+        state0, starts0 = self._rollout_start()
 
-        def body(t, obs, state, actions):
-            params, state = self.policy(self.normalize(obs), state, tf.fill([N], tf.equal(t, 0)))
+        def body(t, obs, state, starts, actions):
+            features, state = self.core(self.normalize(obs), state, starts)
+            params = self.policy(features)
             action = self.policy.sample(params, tf.stack([base, t + 7919 * c.seed]))
             env_action = (
                 action
                 if self.discrete
                 else tf.clip_by_value(action, self.action_low, self.action_high)
             )
-            return t + 1, self.rollout.step(t, env_action), state, actions.write(t, action)
+            next_obs, done = self.rollout.step(t, env_action)
+            return t + 1, next_obs, state, done, actions.write(t, action)
 
         actions = tf.TensorArray(tf.int64 if self.discrete else tf.float32, T)
-        _, _, _, actions = tf.while_loop(
+        _, _, state, done, actions = tf.while_loop(
             lambda t, *_: t < T,
             body,
-            (tf.constant(0), tf.cast(obs_store[0], tf.float32), state0, actions),
+            (tf.constant(0), tf.cast(obs_store[0], tf.float32), state0, starts0, actions),
             shape_invariants=(
                 tf.TensorShape([]),
                 tf.TensorShape([N, self.obs_size]),
                 state0.shape,
+                tf.TensorShape([N]),
                 None,
             ),
         )
         self.env_steps.assign_add(T * N)
-        return actions.stack()
+        return actions.stack(), state, done
 
     def advantages(self, values, rewards, terminated, truncated, final_values, last_values):
         """GAE(lambda): termination cuts the bootstrap, truncation bootstraps from the final
@@ -171,86 +216,109 @@ class Agent(tf.Module):
 
     def update(self, actions):
         """All epochs and minibatches of one update; returns the logged metrics. The next
-        rollout then starts where this one ended."""
+        rollout then starts where this one ended (observations and core states)."""
         t = self.rollout.tensors
+        state0, starts0 = self._rollout_start()
         metrics = self._update(
-            actions, t["obs"], t["reward"], t["terminated"], t["truncated"], t["final_obs"]
+            actions,
+            t["obs"],
+            t["reward"],
+            t["terminated"],
+            t["truncated"],
+            t["final_obs"],
+            state0,
+            starts0,
         )
         self.rollout.carry_over()
+        if self.recurrent and self._next_start is not None:
+            self.rollout_state.assign(self._next_start[0])
+            self.rollout_starts.assign(self._next_start[1])
+        self._next_start = None
         return metrics
 
     @tf.function(autograph=False)
-    def _update(self, actions, raw_obs, reward, terminated, truncated, final_obs):
+    def _update(self, actions, raw_obs, reward, terminated, truncated, final_obs, state0, starts0):
         c = self.config
         T, N = c.rollout_steps, c.num_envs
         batch = T * N
         done = tf.logical_or(terminated, truncated)
-        nobs = self.normalize(tf.reshape(raw_obs[:T], [batch, self.obs_size]))
+        nobs = self.normalize(raw_obs[:T])  # [T, N, obs]
+        starts = tf.concat([starts0[None], done[:-1]], axis=0)  # the episode begins at obs[t]
 
         def flat(x):  # [T, N, ...] -> [T * N, ...]
-            return tf.reshape(x, tf.concat([[batch], tf.shape(x)[2:]], axis=0))
+            return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
 
-        b_actions = flat(actions)
-        b_params, _ = self.policy(
-            nobs, self.policy.initial_state(batch), tf.zeros([batch], tf.bool)
+        # The behaviour policy's view of the rollout (the weights it was collected with).
+        features, states = self.core.sequence(nobs, state0, starts)
+        b_params = self.policy(flat(features))
+        b_logp = self.policy.log_prob(b_params, flat(actions))
+        b_values = self.value(flat(features))
+        # Bootstraps see the state carried to them: obs[T] after the last step's reset rule,
+        # a truncated episode's final observation with the state of the step that ended it.
+        last_features, _ = self.core(self.normalize(raw_obs[T]), states[-1], done[-1])
+        last_values = self.value(last_features)
+        final_features, _ = self.core(
+            self.normalize(flat(final_obs)), flat(states), tf.zeros([batch], tf.bool)
         )
-        b_logp = self.policy.log_prob(b_params, b_actions)
-        b_values = self.value(nobs)
-        last_values = self.value(self.normalize(raw_obs[T]))
-        final_values = tf.reshape(
-            self.value(self.normalize(tf.reshape(final_obs, [batch, self.obs_size]))), [T, N]
-        )
+        final_values = tf.reshape(self.value(final_features), [T, N])
         rewards = self.scale_rewards(reward, done)
         adv, returns = self.advantages(
             tf.reshape(b_values, [T, N]), rewards, terminated, truncated, final_values, last_values
         )
-        b_adv, b_returns = flat(adv), flat(returns)
         old_log_std = tf.identity(self.policy.log_std) if not self.discrete else tf.zeros([0])
-        mb = batch // c.minibatches
-        steps = c.epochs * c.minibatches
         # Stop gradients into the recomputed old quantities: they are the behaviour policy's.
         b_params, b_logp, b_values = (tf.stop_gradient(x) for x in (b_params, b_logp, b_values))
+        # Minibatches take units along axis 1 of [S, U, ...] data: whole env sequences for a
+        # recurrent core (S = T, U = N), single steps otherwise (S = 1, U = T * N).
+        S, U = (T, N) if self.recurrent else (1, batch)
+
+        def units(x):
+            return tf.reshape(x, tf.concat([[S, U], tf.shape(x)[1:]], axis=0))
+
+        data = (
+            nobs if self.recurrent else units(flat(nobs)),
+            starts if self.recurrent else tf.ones([S, U], tf.bool),
+            actions if self.recurrent else units(flat(actions)),
+            units(b_logp),
+            units(b_values),
+            units(b_params),
+            units(flat(adv)),
+            units(flat(returns)),
+        )
+        state0 = state0 if self.recurrent else self.core.initial_state(U)
+        mb = U // c.minibatches
+        steps = c.epochs * c.minibatches
 
         def body(i, order, stats, first_ratio):
             if c.minibatches == 1:  # every epoch takes the whole batch: no shuffle, no gathers
+                out = self._minibatch(state0, *data, old_log_std)
+            else:
+                epoch, k = i // c.minibatches, i % c.minibatches
+                order = tf.cond(
+                    tf.equal(k, 0),
+                    lambda: tf.argsort(
+                        tf.random.stateless_uniform(
+                            [U],
+                            seed=tf.stack(
+                                [tf.cast(self.updates, tf.int32), epoch + 104729 * c.seed]
+                            ),
+                        )
+                    ),
+                    lambda: order,
+                )
+                idx = order[k * mb : (k + 1) * mb]
                 out = self._minibatch(
-                    nobs, b_actions, b_logp, b_values, b_params, b_adv, b_returns, old_log_std
+                    tf.gather(state0, idx),
+                    *(tf.gather(x, idx, axis=1) for x in data),
+                    old_log_std,
                 )
-                return (
-                    i + 1,
-                    order,
-                    stats + tf.stack(out[:-1]),
-                    tf.where(tf.equal(i, 0), out[-1], first_ratio),
-                )
-            epoch, k = i // c.minibatches, i % c.minibatches
-            order = tf.cond(
-                tf.equal(k, 0),
-                lambda: tf.argsort(
-                    tf.random.stateless_uniform(
-                        [batch],
-                        seed=tf.stack([tf.cast(self.updates, tf.int32), epoch + 104729 * c.seed]),
-                    )
-                ),
-                lambda: order,
-            )
-            idx = order[k * mb : (k + 1) * mb]
-            out = self._minibatch(
-                tf.gather(nobs, idx),
-                tf.gather(b_actions, idx),
-                tf.gather(b_logp, idx),
-                tf.gather(b_values, idx),
-                tf.gather(b_params, idx),
-                tf.gather(b_adv, idx),
-                tf.gather(b_returns, idx),
-                old_log_std,
-            )
             first_ratio = tf.where(tf.equal(i, 0), out[-1], first_ratio)
             return i + 1, order, stats + tf.stack(out[:-1]), first_ratio
 
         _, _, stats, first_ratio = tf.while_loop(
             lambda i, *_: i < steps,
             body,
-            (tf.constant(0), tf.range(batch), tf.zeros([7]), tf.constant(0.0)),
+            (tf.constant(0), tf.range(U), tf.zeros([7]), tf.constant(0.0)),
         )
         stats /= float(steps)
         kl = stats[3]
@@ -258,6 +326,7 @@ class Agent(tf.Module):
             self.beta.assign(adapt_kl_penalty(self.beta, kl, c.kl_target))
         self.obs_rms.update(tf.reshape(raw_obs[:T], [batch, self.obs_size]))
         self.updates.assign_add(1)
+        b_returns = flat(returns)
         var_y = tf.math.reduce_variance(b_returns)
         explained = 1.0 - tf.math.reduce_variance(b_returns - b_values) / (var_y + 1e-8)
         return {
@@ -274,18 +343,27 @@ class Agent(tf.Module):
             "learning_rate": tf.identity(self.optimizer.lr),
         }
 
-    def _minibatch(self, obs, actions, old_logp, old_values, old_params, adv, returns, old_log_std):
+    def _minibatch(
+        self, state0, obs, starts, actions, old_logp, old_values, old_params, adv, returns, log_std
+    ):
+        """One gradient step on a minibatch of sequences: `state0` [B, S], the rest [S, B, ...]
+        (the core replays each sequence from its state; losses are over every step)."""
         c = self.config
+
+        def flat(x):
+            return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
+
+        actions, old_logp, old_values, old_params, adv, returns = (
+            flat(x) for x in (actions, old_logp, old_values, old_params, adv, returns)
+        )
         adv = (adv - tf.reduce_mean(adv)) / (tf.math.reduce_std(adv) + 1e-8)
         with tf.GradientTape() as tape:
-            params, _ = self.policy(
-                obs,
-                self.policy.initial_state(tf.shape(obs)[0]),
-                tf.zeros([tf.shape(obs)[0]], tf.bool),
-            )
+            features, _ = self.core.sequence(obs, state0, starts)
+            features = flat(features)
+            params = self.policy(features)
             logp = self.policy.log_prob(params, actions)
             ratio = tf.exp(logp - old_logp)
-            kl = tf.reduce_mean(self.policy.kl(old_params, old_log_std, params))
+            kl = tf.reduce_mean(self.policy.kl(old_params, log_std, params))
             if c.trust_region == "clip":
                 clipped = tf.clip_by_value(ratio, 1.0 - c.clip_ratio, 1.0 + c.clip_ratio)
                 policy_loss = -tf.reduce_mean(tf.minimum(ratio * adv, clipped * adv))
@@ -293,7 +371,7 @@ class Agent(tf.Module):
                 cutoff = c.kl_cutoff_factor * c.kl_target
                 policy_loss = -tf.reduce_mean(ratio * adv) + self.beta * kl
                 policy_loss += c.kl_cutoff_coef * tf.square(tf.maximum(0.0, kl - cutoff))
-            value = self.value(obs)
+            value = self.value(features)
             value_loss = tf.square(value - returns)
             if c.value_clip > 0:
                 clipped_value = old_values + tf.clip_by_value(
@@ -318,14 +396,12 @@ class Agent(tf.Module):
         ]
 
     # ------------------------------------------------------------------ acting
-    def act(self, obs, deterministic: bool = True):
-        """Actions for raw observations (clipped to the action space for Box)."""
-        params, _ = self.policy(
-            self.normalize(obs),
-            self.policy.initial_state(tf.shape(obs)[0]),
-            tf.ones([tf.shape(obs)[0]], tf.bool),
-        )
-        action = self.policy.mode(params)
+    def act(self, obs, state, starts):
+        """Deterministic actions for raw observations ``[B, obs]`` (clipped to the action space
+        for Box) and the core's next state: ``state [B, S]`` is the core's state before this
+        step, ``starts [B]`` marks envs whose episode begins with `obs` (their state is reset)."""
+        features, state = self.core(self.normalize(obs), state, starts)
+        action = self.policy.mode(self.policy(features))
         if not self.discrete:
             action = tf.clip_by_value(action, self.action_low, self.action_high)
-        return action
+        return action, state

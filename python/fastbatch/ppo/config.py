@@ -54,6 +54,12 @@ class PPOConfig:
     """Weight of the entropy bonus."""
     max_grad_norm: float = 0.5
     """Global gradient-norm clipping."""
+    policy: str = "mlp"
+    """'mlp' (no memory: the heads read the observations) or 'gru' (a GRU core of gru_size units
+    reads the observations and feeds both heads; trained by backpropagation through each
+    rollout, in minibatches of whole env sequences)."""
+    gru_size: int = 64
+    """Units of the GRU core (policy='gru')."""
     policy_layers: tuple[int, ...] = (64, 64)
     """Hidden layer sizes of the policy MLP."""
     value_layers: tuple[int, ...] = (64, 64)
@@ -97,6 +103,7 @@ class PPOConfig:
             "minibatches",
             "checkpoint_every",
             "return_window",
+            "gru_size",
         )
         for name in positive:
             value = getattr(self, name)
@@ -114,6 +121,13 @@ class PPOConfig:
             raise ValueError(f"trust_region must be 'clip' or 'kl', got {self.trust_region!r}")
         if self.activation not in ("tanh", "relu"):
             raise ValueError(f"activation must be 'tanh' or 'relu', got {self.activation!r}")
+        if self.policy not in ("mlp", "gru"):
+            raise ValueError(f"policy must be 'mlp' or 'gru', got {self.policy!r}")
+        if self.policy == "gru" and self.num_envs % self.minibatches:
+            raise ValueError(
+                f"policy='gru' takes minibatches of whole env sequences: num_envs "
+                f"({self.num_envs}) must be divisible by minibatches ({self.minibatches})"
+            )
         if not 0 < self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
             raise ValueError("gamma must be in (0, 1] and gae_lambda in [0, 1]")
         if (self.num_envs * self.rollout_steps) % self.minibatches:
@@ -200,6 +214,45 @@ PRESETS: dict[str, PPOConfig] = {
         minibatches=8,
         entropy_coef=0.005,
         init_log_std=0.0,
+    ),
+    # Partially observed classic control (rl-baselines3-zoo's NoVel envs: no velocities in the
+    # observation), so the policy needs memory: a GRU core of 64 units and one 64-unit layer
+    # per head, as the zoo's RecurrentPPO settings (hyperparams/ppo_lstm.yml) use an LSTM of
+    # 64 ... 256 units and 64-unit heads.
+    "cartpole_novel": PPOConfig(
+        env_id="CartPoleNoVel-v1",
+        policy="gru",
+        gru_size=64,
+        num_envs=8,
+        rollout_steps=32,
+        total_steps=100_000,
+        gamma=0.98,
+        gae_lambda=0.8,
+        learning_rate=3e-3,
+        anneal_lr=True,
+        epochs=15,
+        minibatches=1,
+        policy_layers=(64,),
+        value_layers=(64,),
+        normalize_reward=False,
+        checkpoint_every=100,
+    ),
+    "pendulum_novel": PPOConfig(
+        env_id="PendulumNoVel-v1",
+        policy="gru",
+        gru_size=64,
+        num_envs=16,
+        rollout_steps=128,
+        total_steps=300_000,
+        gamma=0.95,
+        gae_lambda=0.95,
+        learning_rate=1e-3,
+        anneal_lr=True,
+        epochs=10,
+        minibatches=4,
+        policy_layers=(64,),
+        value_layers=(64,),
+        init_log_std=-0.5,
     ),
     # MuJoCo locomotion on fastbatch's native MuJoCo envs (fastbatch.mujoco, the `mujoco` extra):
     # gymnasium's v5 envs in C++, float64 observations, stepped by the rollout op.

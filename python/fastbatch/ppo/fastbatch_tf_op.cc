@@ -12,13 +12,14 @@
 
 namespace {
 
-using StepFn = int32_t (*)(void*, int64_t, const void*, float*);
+using StepFn = int32_t (*)(void*, int64_t, const void*, float*, bool*);
 using ErrorFn = const char* (*)(void*);
 
 REGISTER_OP("FastbatchRolloutStep")
     .Input("t: int32")
     .Input("actions: dtype")
     .Output("next_obs: float")
+    .Output("done: bool")
     .Attr("dtype: {int64, float}")
     .Attr("step_fn: int")
     .Attr("error_fn: int")
@@ -31,6 +32,7 @@ REGISTER_OP("FastbatchRolloutStep")
       tensorflow::shape_inference::ShapeHandle handle;
       TF_RETURN_IF_ERROR(c->MakeShapeFromPartialTensorShape(shape, &handle));
       c->set_output(0, handle);
+      c->set_output(1, c->Vector(c->Dim(handle, 0)));
       return absl::OkStatus();
     });
 
@@ -57,9 +59,11 @@ class RolloutStepOp : public tensorflow::OpKernel {
       }
     }
     tensorflow::Tensor* out = nullptr;
+    tensorflow::Tensor* done = nullptr;
     OP_REQUIRES_OK(c, c->allocate_output(0, shape_, &out));
+    OP_REQUIRES_OK(c, c->allocate_output(1, tensorflow::TensorShape({shape_.dim_size(0)}), &done));
     const int32_t rc = step_(context_, t.scalar<int32_t>()(), actions.tensor_data().data(),
-                             out->flat<float>().data());
+                             out->flat<float>().data(), done->flat<bool>().data());
     OP_REQUIRES(c, rc == 0, absl::InternalError(error_(context_)));
   }
 

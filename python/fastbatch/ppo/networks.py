@@ -1,8 +1,7 @@
-"""Policy and value networks as plain `tf.Module`s (checkpointable, exportable).
+"""Policy and value heads as plain `tf.Module`s (checkpointable, exportable).
 
-The policy interface is recurrent-ready: `initial_state(batch)` gives a per-env state and
-`__call__(obs, state, reset)` returns the action distribution's parameters and the next state,
-with `reset` marking envs whose episode starts at this step. The MLP policy's state is empty.
+Both read features, not observations: a core (core.py) turns observations and its per-env
+state into features; for the MLP policy the features are the normalised observations.
 """
 
 from __future__ import annotations
@@ -39,22 +38,18 @@ class MLP(tf.Module):
 class Policy(tf.Module):
     """Categorical (Discrete actions) or diagonal Gaussian with state-independent log-std (Box)."""
 
-    def __init__(self, obs_size: int, action_space, layers, activation, init_log_std, seed):
+    def __init__(self, in_size: int, action_space, layers, activation, init_log_std, seed):
         super().__init__(name="policy")
         self.discrete = hasattr(action_space, "n")
         out = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
         self.action_size = out
-        self.net = MLP([obs_size, *layers, out], activation, 0.01, seed)
+        self.net = MLP([in_size, *layers, out], activation, 0.01, seed)
         if not self.discrete:
             self.log_std = tf.Variable(tf.fill([out], float(init_log_std)), name="log_std")
 
-    def initial_state(self, batch: int):
-        return tf.zeros([batch, 0])
-
-    def __call__(self, obs, state, reset):
-        """(logits or mean, next state) for a batch of normalised observations."""
-        del reset
-        return self.net(obs), state
+    def __call__(self, features):
+        """Logits (Discrete) or means (Box) for a batch of features."""
+        return self.net(features)
 
     def log_prob(self, params, actions):
         if self.discrete:
@@ -98,9 +93,11 @@ class Policy(tf.Module):
 
 
 class Value(tf.Module):
-    def __init__(self, obs_size: int, layers, activation, seed):
-        super().__init__(name="value")
-        self.net = MLP([obs_size, *layers, 1], activation, 1.0, seed + 100)
+    """The state-value estimate of a batch of features."""
 
-    def __call__(self, obs):
-        return self.net(obs)[:, 0]
+    def __init__(self, in_size: int, layers, activation, seed):
+        super().__init__(name="value")
+        self.net = MLP([in_size, *layers, 1], activation, 1.0, seed + 100)
+
+    def __call__(self, features):
+        return self.net(features)[:, 0]

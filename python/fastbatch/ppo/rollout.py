@@ -34,6 +34,13 @@ class Rollout:
     def __init__(self, env, steps: int, obs_size: int, *, use_op: bool = True):
         self.env = env
         self.steps = steps
+        # Episodes reach the fallback paths through the env's own statistics.
+        self._stats_key = getattr(env, "_stats_key", None)
+        if self._stats_key is None:
+            raise ValueError(
+                "PPO reads finished episodes from the env's statistics: make the env with "
+                "fastbatch.make(..., stats_key='episode')"
+            )
         n = env.num_envs
         self.obs_shape = [n, obs_size]
         obs_dtype = np.dtype(env.single_observation_space.dtype)
@@ -84,7 +91,8 @@ class Rollout:
 
     def step(self, t, env_action):
         """Graph side of one batch step at slot `t`: returns the new observations as float32
-        ``[N, obs]``."""
+        ``[N, obs]`` and ``done [N]`` (terminated or truncated: the new observation of such an
+        env starts its next episode)."""
         if self._binding is not None:
             b = self._binding
             return self._op.fastbatch_rollout_step(
@@ -95,9 +103,12 @@ class Rollout:
                 context=b.context,
                 obs_shape=self.obs_shape,
             )
-        next_obs = tf.numpy_function(self._host_step, [t, env_action], tf.float32, stateful=True)
+        next_obs, done = tf.numpy_function(
+            self._host_step, [t, env_action], [tf.float32, tf.bool], stateful=True
+        )
         next_obs.set_shape(self.obs_shape)
-        return next_obs
+        done.set_shape(self.obs_shape[:1])
+        return next_obs, done
 
     def finish(self) -> None:
         """After a rollout: records the episodes the rollout op saw end."""
@@ -120,8 +131,9 @@ class Rollout:
         if "final_obs" in info:
             for i in np.flatnonzero(info["_final_obs"]):
                 s["final_obs"][t, i] = info["final_obs"][i]
-        if "episode" in info:
-            done = info["_episode"]
-            self.episode_returns.extend(info["episode"]["r"][done].tolist())
-            self.episode_lengths.extend(info["episode"]["l"][done].tolist())
-        return s["obs"][t + 1].astype(np.float32, copy=False)
+        key = self._stats_key
+        if key in info:
+            done = info["_" + key]
+            self.episode_returns.extend(info[key]["r"][done].tolist())
+            self.episode_lengths.extend(info[key]["l"][done].tolist())
+        return s["obs"][t + 1].astype(np.float32, copy=False), terminated | truncated

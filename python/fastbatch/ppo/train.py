@@ -3,7 +3,7 @@
 Layout of a run directory:
     config.json     the resolved config          events.*      TensorBoard summaries
     checkpoints/    tf.train checkpoints         curve.png     learning curve
-    progress.csv    a row per update (below)     policy/       SavedModel (raw obs -> action)
+    progress.csv    a row per update (below)     policy/       SavedModel (export.py: raw obs, state -> action, state)
     result.json     final figures (strict JSON: null where a figure is missing or NaN)
 
 progress.csv starts with the header row ``env_steps,seconds,mean_return`` (files written
@@ -29,6 +29,7 @@ from fastbatch.registry import REGISTRY
 
 from .agent import Agent
 from .config import PPOConfig
+from .export import Player, export_policy, run_episodes
 
 PROGRESS_COLUMNS = ("env_steps", "seconds", "mean_return")
 
@@ -37,6 +38,7 @@ def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = 
     kwargs: dict[str, Any] = {
         "autoreset_mode": "same_step",
         "seed": config.seed if seed is None else seed,
+        "stats_key": "episode",
     }
     if config.backend is not None:
         kwargs["backend"] = config.backend
@@ -81,34 +83,6 @@ class _Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-
-
-class PolicyExport(tf.Module):
-    """The exported policy: raw observations in (normaliser inside), deterministic actions out.
-
-    It holds only the policy network and the observation statistics (not the agent, whose
-    rollout graph may use the fastbatch op that a SavedModel loader would not have)."""
-
-    def __init__(self, agent: Agent):
-        super().__init__()
-        self.policy = agent.policy
-        self.obs_rms = agent.obs_rms
-        normalize, clip = agent.config.normalize_obs, agent.config.obs_clip
-        low = None if agent.discrete else agent.action_low
-        high = None if agent.discrete else agent.action_high
-
-        def serve(obs):
-            x = self.obs_rms.normalize(obs, clip) if normalize else obs
-            batch = tf.shape(obs)[0]
-            params, _ = self.policy(x, self.policy.initial_state(batch), tf.ones([batch], tf.bool))
-            action = self.policy.mode(params)
-            return action if low is None else tf.clip_by_value(action, low, high)
-
-        self.serve = tf.function(
-            serve,
-            autograph=False,
-            input_signature=[tf.TensorSpec([None, agent.obs_size], tf.float32)],
-        )
 
 
 def train(
@@ -294,27 +268,16 @@ def evaluate_agent(agent: Agent, config: PPOConfig, episodes: int | None = None)
     """Mean return of deterministic actions over `episodes` episodes on fresh envs."""
     episodes = episodes or config.eval_episodes
     env = make_env(config, num_envs=min(episodes, 16), seed=config.seed + 10_000)
-    returns = run_episodes(
-        env, lambda obs: agent.act(tf.constant(obs, tf.float32)).numpy(), episodes
-    )
+    act = tf.function(agent.act, autograph=False)
+
+    def step(obs, state):
+        action, state = act(tf.constant(obs), tf.constant(state), tf.zeros([len(obs)], tf.bool))
+        return action.numpy(), state.numpy()
+
+    player = Player(step, lambda batch: agent.initial_state(batch).numpy())
+    returns = run_episodes(env, player, episodes)
     env.close()
     return float(np.mean(returns))
-
-
-def run_episodes(env, policy, episodes: int) -> list[float]:
-    """Returns of the first `episodes` episodes that `policy` (batch obs -> actions) plays."""
-    obs, _ = env.reset()
-    returns: list[float] = []
-    while len(returns) < episodes:
-        obs, _, _, _, info = env.step(policy(np.asarray(obs, np.float32)))
-        if "episode" in info:
-            returns.extend(info["episode"]["r"][info["_episode"]].tolist())
-    return returns[:episodes]
-
-
-def export_policy(agent: Agent, path: Path) -> None:
-    module = PolicyExport(agent)
-    tf.saved_model.save(module, str(path), signatures={"serving_default": module.serve})
 
 
 def plot_curve(csv_file: Path, png: Path, config: PPOConfig) -> None:
@@ -333,28 +296,3 @@ def plot_curve(csv_file: Path, png: Path, config: PPOConfig) -> None:
     fig.tight_layout()
     fig.savefig(png, dpi=100)
     plt.close(fig)
-
-
-def load_policy(path: str | Path):
-    """The deterministic policy of a SavedModel exported by `train`: a batch of observations
-    (float32) -> a batch of actions, as numpy arrays."""
-    serve = tf.saved_model.load(str(path)).signatures["serving_default"]
-
-    def policy(obs: np.ndarray) -> np.ndarray:
-        out = serve(obs=tf.constant(obs, tf.float32))
-        return next(iter(out.values())).numpy()
-
-    return policy
-
-
-def evaluate_saved(
-    path: str | Path, env_id: str, episodes: int, seed: int = 0, **make_kwargs
-) -> list[float]:
-    """Plays `episodes` episodes of `env_id` with a SavedModel exported by `train`."""
-    policy = load_policy(path)
-    env = fastbatch.make(
-        env_id, min(episodes, 16), seed=seed, autoreset_mode="same_step", **make_kwargs
-    )
-    returns = run_episodes(env, policy, episodes)
-    env.close()
-    return returns

@@ -32,14 +32,15 @@ __all__ = ["check_recordable", "record_video"]
 
 
 def record_video(
-    policy: Callable[[np.ndarray], np.ndarray],
+    policy: Callable[[np.ndarray, np.ndarray], np.ndarray],
     env_id: str,
     path: str | Path,
     episodes: int = 1,
     seed: int = 0,
 ) -> list[float]:
     """Plays `episodes` episodes of gymnasium's `env_id` with `policy` (a batch of float32
-    observations -> a batch of actions), writes their frames to `path`; returns their returns."""
+    observations and of episode-start flags -> a batch of actions, as `export.Player`), writes
+    their frames to `path`; returns their returns."""
     env = _rendering_env(env_id)
     returns: list[float] = []
     try:
@@ -85,9 +86,10 @@ def _play(env, policy, episodes: int, seed: int, returns: list[float]) -> Iterat
     for k in range(episodes):
         obs, _ = env.reset(seed=seed + k)
         yield env.render()
-        total, done = 0.0, False
+        total, done, start = 0.0, False, True
         while not done:
-            action = policy(np.asarray(obs, dtype=np.float32)[None])[0]
+            action = policy(np.asarray(obs, dtype=np.float32)[None], np.array([start]))[0]
+            start = False
             obs, reward, terminated, truncated, _ = env.step(action)
             total += float(reward)
             done = terminated or truncated

@@ -93,6 +93,10 @@ bool ActionChecker::HasShape(const py::array& a, int64_t rows) const {
 void ActionChecker::ThrowShape(const py::array& a, int64_t rows) const {
   std::vector<py::ssize_t> expected{static_cast<py::ssize_t>(rows)};
   expected.insert(expected.end(), row_shape_.begin(), row_shape_.end());
+  if (a.ndim() == 0) {  // gymnasium's vector envs raise TypeError for a non-batch too
+    throw py::type_error("actions must be a batch, an array of shape " + ShapeString(expected) +
+                         ", got a scalar");
+  }
   throw py::value_error("actions must have shape " + ShapeString(expected) + ", got " +
                         ShapeString(ShapeOf(a)));
 }

@@ -16,6 +16,7 @@
 #include "bindings/native_loop.h"
 #include "bindings/py_vector_pool.h"
 #include "bindings/rollout_abi.h"
+#include "bindings/seeds.h"
 #include "bindings/shared_word.h"
 #include "bindings/spec_dict.h"
 #include "core/plugin_loader.h"
@@ -44,9 +45,17 @@ void RegisterExceptions(py::module_& m) {
       PyErr_SetObject(env_error.ptr(), instance.ptr());
     }
   });
-  py::register_exception<fastbatch::AsyncStateError>(m, "AsyncStateError", PyExc_RuntimeError);
+  // Where gymnasium has an error for the same rule, ours subclasses it too, so code written
+  // against gymnasium's vector envs catches ours.
+  py::module_ gym_error = py::module_::import("gymnasium.error");
+  py::register_exception<fastbatch::AsyncStateError>(
+      m, "AsyncStateError",
+      py::make_tuple(py::handle(PyExc_RuntimeError), gym_error.attr("AlreadyPendingCallError"),
+                     gym_error.attr("NoAsyncCallError")));
   py::register_exception<fastbatch::PluginError>(m, "PluginError", PyExc_ValueError);
-  py::register_exception<fastbatch::ClosedError>(m, "ClosedEnvError", PyExc_RuntimeError);
+  py::register_exception<fastbatch::ClosedError>(
+      m, "ClosedEnvError",
+      py::make_tuple(py::handle(PyExc_RuntimeError), gym_error.attr("ClosedEnvironmentError")));
 }
 
 void RegisterEnvTypes(py::module_& m) {
@@ -130,6 +139,7 @@ void RegisterVectorPool(py::module_& m) {
       .def("send", &PyVectorPool::Send, py::arg("actions"), py::arg("env_ids"))
       .def("recv", &PyVectorPool::Recv)
       .def("seed", &PyVectorPool::Seed, py::arg("seeds"))
+      .def("np_random_seeds", &PyVectorPool::NpRandomSeeds)
       .def("reset", &PyVectorPool::Reset, py::arg("mask") = py::none())
       .def("step", &PyVectorPool::Step, py::arg("actions"))
       .def("step_into", &PyVectorPool::StepInto, py::arg("actions"), py::arg("obs"),
@@ -173,6 +183,7 @@ PYBIND11_MODULE(_core, m) {
   RegisterActionChecker(m);
   RegisterVectorPool(m);
   RegisterSharedWords(m);
+  RegisterRngDraws(m);
   m.def(
       "_native_loop_seconds",
       [](const fastbatch::EnvType& type, int64_t num_envs, int64_t steps, uint64_t seed,

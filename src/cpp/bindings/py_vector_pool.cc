@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "bindings/seeds.h"
 #include "core/plugin_loader.h"
 
 namespace fastbatch {
@@ -87,16 +88,31 @@ PyVectorPool::~PyVectorPool() {
   if (pool_ && getpid() != owner_pid_) Abandon();
 }
 
-void PyVectorPool::Seed(const std::vector<std::optional<uint64_t>>& seeds) {
+void PyVectorPool::Seed(const std::vector<std::optional<py::int_>>& seeds) {
   CallGuard guard(&busy_, &closing_);
   CheckOpen();
   if (static_cast<int64_t>(seeds.size()) != pool_->num_envs()) {
     throw py::value_error("expected " + std::to_string(pool_->num_envs()) + " seeds, got " +
                           std::to_string(seeds.size()));
   }
+  // Every seed is converted before any env is seeded, so a bad one seeds none.
+  std::vector<uint32_t> words;
+  std::vector<size_t> ends(seeds.size(), 0);
   for (size_t i = 0; i < seeds.size(); ++i) {
-    if (seeds[i].has_value()) pool_->Seed(static_cast<int64_t>(i), *seeds[i]);
+    if (seeds[i].has_value()) AppendSeedWords(*seeds[i], &words);
+    ends[i] = words.size();
   }
+  for (size_t i = 0, begin = 0; i < seeds.size(); begin = ends[i++]) {
+    if (ends[i] > begin)
+      pool_->Seed(static_cast<int64_t>(i), words.data() + begin, ends[i] - begin);
+  }
+}
+
+py::list PyVectorPool::NpRandomSeeds() const {
+  CheckOpen();
+  py::list out;
+  for (int64_t i = 0; i < pool_->num_envs(); ++i) out.append(SeedInt(pool_->seed_words(i)));
+  return out;
 }
 
 py::array PyVectorPool::Reset(std::optional<py::array> mask) {

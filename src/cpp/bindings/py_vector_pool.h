@@ -71,8 +71,12 @@ class PyVectorPool {
   PyVectorPool(const PyVectorPool&) = delete;
   PyVectorPool& operator=(const PyVectorPool&) = delete;
 
-  // Seeds env i with seeds[i] where given; None keeps that env's generator running.
-  void Seed(const std::vector<std::optional<uint64_t>>& seeds);
+  // Seeds env i with seeds[i] (a non-negative int of any size) where given; None keeps that
+  // env's generator running. Raises ValueError (seeding none) for a negative seed.
+  void Seed(const std::vector<std::optional<py::int_>>& seeds);
+  // Per env, the seed it was last seeded with, or the 128-bit entropy an env never seeded drew:
+  // gymnasium's `np_random_seed` of each env.
+  py::list NpRandomSeeds() const;
   // Resets every env (mask None) or those with a True mask entry; returns the observations
   // (rows not reset repeat the last observations handed out).
   py::array Reset(std::optional<py::array> mask);

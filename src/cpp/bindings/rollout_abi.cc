@@ -12,7 +12,7 @@ using fastbatch::RolloutContext;
 using fastbatch::VectorPool;
 
 extern "C" int32_t FastbatchRolloutStep(void* context, int64_t t, const void* actions,
-                                        float* next_obs) {
+                                        float* next_obs, bool* done) {
   auto* ctx = static_cast<RolloutContext*>(context);
   try {
     if (t < 0 || t >= ctx->steps) throw std::out_of_range("rollout step index out of range");
@@ -25,10 +25,11 @@ extern "C" int32_t FastbatchRolloutStep(void* context, int64_t t, const void* ac
     out.terminated = ctx->terminated + t * n;
     out.truncated = ctx->truncated + t * n;
     const int64_t ended = pool.Step(actions, out);
+    for (int64_t i = 0; i < n; ++i) done[i] = (out.terminated[i] | out.truncated[i]) != 0;
     if (ended > 0) {
-      const uint8_t* done = pool.done();
+      const uint8_t* ended_envs = pool.done();
       for (int64_t i = 0; i < n; ++i) {
-        if (!done[i]) continue;
+        if (!ended_envs[i]) continue;
         ctx->episode_returns.push_back(pool.episode_return()[i]);
         ctx->episode_lengths.push_back(pool.episode_length()[i]);
         if (pool.autoreset_mode() == AutoresetMode::kSameStep) {

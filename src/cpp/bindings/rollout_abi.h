@@ -39,10 +39,12 @@ struct RolloutContext {
 extern "C" {
 
 // Steps the pool with `actions` ([N] int64 for Discrete, [N, *act_shape] of the action dtype)
-// into slot t of the storage (observations into row t + 1), and writes the new observations as
-// float32 to `next_obs` ([N, *obs_shape]). Returns 0, or -1 with the message in the context's
-// `error` (the env's index first when one env failed).
-int32_t FastbatchRolloutStep(void* context, int64_t t, const void* actions, float* next_obs);
+// into slot t of the storage (observations into row t + 1), writes the new observations as
+// float32 to `next_obs` ([N, *obs_shape]) and `terminated | truncated` of the step to `done`
+// ([N]: the envs whose row t + 1 starts a new episode). Returns 0, or -1 with the message in
+// the context's `error` (the env's index first when one env failed).
+int32_t FastbatchRolloutStep(void* context, int64_t t, const void* actions, float* next_obs,
+                             bool* done);
 
 // The message of the context's last failure; valid until its next step.
 const char* FastbatchRolloutError(void* context);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <random>
 
 #include "dtype.h"
 #include "fastbatch/env.h"
@@ -21,6 +20,7 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
       chunk_size_(config.num_envs > 0 ? ChunkSize(config.num_envs, max_threads_) : 1),
       num_chunks_(config.num_envs > 0 ? (config.num_envs + chunk_size_ - 1) / chunk_size_ : 0),
       tuner_(max_threads_),
+      seeds_(std::max<int64_t>(config.num_envs, 0), api->abi_version),
       batch_size_(config.batch_size <= 0 ? config.num_envs : config.batch_size) {
   if (num_envs_ <= 0) throw std::invalid_argument("num_envs must be positive");
   if (batch_size_ > num_envs_) throw std::invalid_argument("batch_size must be at most num_envs");
@@ -46,7 +46,6 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
     obs_row_bytes_ *= spec_->observation.shape[d];
 
   const auto n = static_cast<size_t>(num_envs_);
-  rngs_.resize(n);
   in_flight_.assign(n, 0);  // stays all zero in sync mode
   needs_reset_.assign(n, 0);
   elapsed_.assign(n, 0);
@@ -65,7 +64,7 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   errors_.resize(static_cast<size_t>(num_chunks_));
   failed_.assign(static_cast<size_t>(num_chunks_), 0);
   ended_.assign(static_cast<size_t>(num_chunks_), 0);
-  for (int64_t i = 0; i < num_envs_; ++i) SeedRandom(i);
+  seeds_.SeedFromEntropy(0, num_envs_);
 
   workers_ = std::make_unique<WorkerPool>(max_threads_ - 1);
   if (is_async()) StartAsync(max_threads_);
@@ -86,17 +85,16 @@ double VectorPool::Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-void VectorPool::Seed(int64_t env, uint64_t seed) {
+void VectorPool::Seed(int64_t env, const uint32_t* words, size_t count) {
   // An env in flight (async mode) is owned by a worker: reseeding discards every step in
   // flight first, as the reset that follows a seed would.
   if (is_async() && in_flight_[static_cast<size_t>(env)]) DrainAsync();
-  Rng::Seed(&rngs_[static_cast<size_t>(env)], seed, 0);
+  seeds_.Seed(env, words, count);
 }
 
-void VectorPool::SeedRandom(int64_t env) {
-  static thread_local std::random_device device;
-  const uint64_t seed = (static_cast<uint64_t>(device()) << 32) ^ device();
-  Seed(env, seed);
+void VectorPool::Seed(int64_t env, uint64_t seed) {
+  const uint32_t words[2] = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
+  Seed(env, words, 2);
 }
 
 void VectorPool::StartEpisode(int64_t i, double now) {
@@ -167,7 +165,7 @@ void VectorPool::ResetEnvs(int64_t begin, int64_t end, fb_error* error, uint8_t*
   fb_batch batch{};
   batch.obs = call_out_.obs;
   batch.reset_mask = call_mask_;
-  batch.rngs = rngs_.data();
+  batch.rngs = seeds_.states();
   batch.info = info_row_ > 0 ? info_.data() : nullptr;
   if (api_->reset(block_, begin, end, &batch, error) != 0) {
     *failed = 1;
@@ -242,7 +240,7 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
   batch.terminated = out.terminated;
   batch.actions = actions;
   batch.reset_mask = mode_ == AutoresetMode::kNextStep ? needs_reset_.data() : nullptr;
-  batch.rngs = rngs_.data();
+  batch.rngs = seeds_.states();
   batch.truncated = out.truncated;  // version-2 envs report their own truncation here
   batch.info = info_row_ > 0 ? info_.data() : nullptr;  // version-3 envs write their infos
   const bool step_failed = api_->step(block_, begin, end, &batch, error) != 0;

@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "env_seeds.h"
 #include "fastbatch/abi.h"
 #include "worker_pool.h"
 
@@ -98,10 +99,13 @@ class VectorPool {
   const fb_spec& spec() const { return *spec_; }
   AutoresetMode autoreset_mode() const { return mode_; }
 
-  // Seeds env i's RNG from (seed, i) — gymnasium's convention passes seed + i here.
+  // Seeds env `env`'s RNG (see env_seeds.h) from a seed — gymnasium's vector envs pass seed + i
+  // for env i — given as `count` 32-bit words, lowest first, or as one uint64. The next reset of
+  // the env starts that stream. Until seeded, an env draws from OS entropy.
+  void Seed(int64_t env, const uint32_t* words, size_t count);
   void Seed(int64_t env, uint64_t seed);
-  // Seeds env i's RNG from the OS entropy source.
-  void SeedRandom(int64_t env);
+  // The words env `env` was last seeded from: its seed, or the entropy it drew.
+  const std::vector<uint32_t>& seed_words(int64_t env) const { return seeds_.seed_words(env); }
 
   // Resets the envs with a nonzero mask entry (all when mask is null) and writes their rows of
   // `obs`. With a mask, rows of envs not reset are copied from `prev_obs` when it is not null.
@@ -208,7 +212,7 @@ class VectorPool {
   ThreadTuner tuner_;
 
   // Per-env bookkeeping.
-  std::vector<fb_rng> rngs_;
+  EnvSeeds seeds_;
   std::vector<uint8_t> needs_reset_;
   std::vector<int64_t> elapsed_;
   std::vector<double> ep_return_;

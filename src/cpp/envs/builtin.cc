@@ -4,6 +4,7 @@
 #include "cartpole.h"
 #include "fastbatch/env.h"
 #include "mountain_car.h"
+#include "no_velocity.h"
 #include "pendulum.h"
 #include "test_envs.h"
 
@@ -14,6 +15,7 @@ const std::vector<const fb_env_api*>& BuiltinEnvs() {
       EnvApi<CartPole>(),         EnvApi<Pendulum>(),
       EnvApi<MountainCar>(),      EnvApi<MountainCarContinuous>(),
       EnvApi<Acrobot>(),          EnvApi<TestCounter>(),
+      EnvApi<CartPoleNoVel>(),    EnvApi<PendulumNoVel>(),
       EnvApi<TestVariableCost>(),
   };
   return envs;

@@ -81,7 +81,7 @@ class Ant {
     sim_.Reset([&](double* qpos, double* qvel) {
       for (int k = 0; k < sim_.nq(); ++k)
         qpos[k] = sim_.init_qpos()[k] + rng.Uniform(-noise_, noise_);
-      for (int k = 0; k < sim_.nv(); ++k) qvel[k] = noise_ * StandardNormal(rng);
+      for (int k = 0; k < sim_.nv(); ++k) qvel[k] = noise_ * rng.StandardNormal();
     });
     WriteObs(obs);
     WritePosition(info);

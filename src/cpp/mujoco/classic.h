@@ -2,7 +2,7 @@
 // (`envs/mujoco/inverted_pendulum_v5.py`), InvertedDoublePendulum-v5
 // (`inverted_double_pendulum_v5.py`), Reacher-v5 (`reacher_v5.py`) and Pusher-v5
 // (`pusher_v5.py`), on gymnasium's XML assets, with their observations, rewards, termination,
-// reset distributions (Reacher's and Pusher's targets by the same rejection sampling), info keys,
+// reset draws (Reacher's and Pusher's targets by the same rejection sampling), info keys,
 // kwargs and time limits.
 #ifndef FASTBATCH_MUJOCO_CLASSIC_H_
 #define FASTBATCH_MUJOCO_CLASSIC_H_
@@ -105,7 +105,7 @@ class InvertedDoublePendulum {
     sim_.Reset([&](double* qpos, double* qvel) {
       for (int k = 0; k < sim_.nq(); ++k)
         qpos[k] = sim_.init_qpos()[k] + rng.Uniform(-noise_, noise_);
-      for (int k = 0; k < sim_.nv(); ++k) qvel[k] = StandardNormal(rng) * noise_;
+      for (int k = 0; k < sim_.nv(); ++k) qvel[k] = rng.StandardNormal() * noise_;
     });
     WriteObs(obs);
     info[0] = info[1] = info[2] = kNaN;

@@ -2,7 +2,7 @@
 // (`envs/mujoco/half_cheetah_v5.py`), Hopper-v5 (`hopper_v5.py`), Walker2d-v5
 // (`walker2d_v5.py`) and Swimmer-v5 (`swimmer_v5.py`), on gymnasium's XML assets. Same
 // frame_skip, float64 observation layout, rewards (float32 control costs, as numpy computes them
-// for a float32 action), health and termination rules, reset-noise distributions, info keys and
+// for a float32 action), health and termination rules, reset-noise draws, info keys and
 // constructor kwargs (a (low, high) range kwarg is two params, `<name>_low` and `<name>_high`).
 #ifndef FASTBATCH_MUJOCO_PLANAR_H_
 #define FASTBATCH_MUJOCO_PLANAR_H_
@@ -55,7 +55,7 @@ class HalfCheetah {
     sim_.Reset([&](double* qpos, double* qvel) {
       for (int k = 0; k < sim_.nq(); ++k)
         qpos[k] = sim_.init_qpos()[k] + rng.Uniform(-noise_, noise_);
-      for (int k = 0; k < sim_.nv(); ++k) qvel[k] = noise_ * StandardNormal(rng);
+      for (int k = 0; k < sim_.nv(); ++k) qvel[k] = noise_ * rng.StandardNormal();
     });
     WriteObs(obs);
     info[0] = sim_.qpos()[0];

@@ -3,6 +3,10 @@
 // `envs/mujoco/mujoco_env.py`) that every v5 env uses: reset to (qpos, qvel) then mj_forward,
 // and `do_simulation` (ctrl = action, frame_skip x mj_step, then mj_rnePostConstraint).
 //
+// Reset noise: every env's `Reset` draws what its gymnasium twin's `reset_model` draws, in the
+// same order (numpy's `uniform` and `standard_normal` through fastbatch::Rng, an array draw as
+// its elements in order), so a seed gives gymnasium's initial states bit for bit.
+//
 // Ownership: `LoadModel` loads each file once per process and keeps the model for the process
 // (the library is never unloaded; a model is a few hundred kB), so every env of every pool
 // shares it read-only, as mj_step allows, and MuJoCo's load-time warnings print once. A Sim owns
@@ -69,14 +73,6 @@ inline std::shared_ptr<const mjModel> LoadModel(const std::string& file) {
       raw, [](const mjModel* m) { mj_deleteModel(const_cast<mjModel*>(m)); });
   cache[file] = model;
   return model;
-}
-
-// A standard normal draw (Box-Muller): the distribution of numpy's `standard_normal`, not its
-// stream.
-inline double StandardNormal(Rng& rng) {
-  const double u1 = 1.0 - rng.Uniform();  // (0, 1]
-  const double u2 = rng.Uniform();
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
 }
 
 // `np.sum(np.square(a))` as numpy computes it: squares in T (float32 for a float32 action, as

@@ -1,4 +1,4 @@
-/* fastbatch native env ABI, version 3.
+/* fastbatch native env ABI, version 4.
  *
  * The C-level contract between the fastbatch pool and an env implementation. Built-in envs and
  * out-of-tree plugins both reach the pool through one `fb_env_api` table, so a plugin is exactly
@@ -28,6 +28,12 @@
  * them to. A version-3 table is only ever called by a pool that fills `fb_batch.info` (older
  * pools refuse a table newer than themselves), and a pool reads the info fields of a spec only
  * from a table of version 3 or later.
+ *
+ * Version 4 changes no layout, only what `fb_rng` holds: numpy's PCG64 state, seeded as numpy's
+ * SeedSequence does, so that an env draws gymnasium's random numbers for the same seed (see
+ * fastbatch/rng.h). Tables of versions 1 to 3 were built with a header whose Rng runs
+ * xoshiro256** over the same 32 bytes; the pool keeps seeding theirs as it did then, so an
+ * older plugin keeps its streams bit for bit.
  */
 #ifndef FASTBATCH_ABI_H_
 #define FASTBATCH_ABI_H_
@@ -38,7 +44,7 @@
 extern "C" {
 #endif
 
-#define FASTBATCH_ABI_VERSION 3u
+#define FASTBATCH_ABI_VERSION 4u
 #define FASTBATCH_ABI_MIN_VERSION 1u /* the oldest version this fastbatch still loads */
 #define FASTBATCH_MAX_NDIM 4
 #define FASTBATCH_ERROR_LEN 512
@@ -108,7 +114,9 @@ typedef struct fb_spec {
   const int32_t* info_sizes;
 } fb_spec;
 
-/* Per-env random state (xoshiro256**), owned and seeded by the pool from (seed, env index). */
+/* Per-env random state, owned and seeded by the pool (env i of `reset(seed=s)` gets seed s + i).
+ * Version 4: numpy's PCG64, s = {state low, state high, increment low, increment high}; versions
+ * 1-3: xoshiro256** (see "Versions"). */
 typedef struct fb_rng {
   uint64_t s[4];
 } fb_rng;

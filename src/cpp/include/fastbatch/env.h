@@ -1,4 +1,4 @@
-// fastbatch native env contract, version 3 (header-only, public).
+// fastbatch native env contract, version 4 (header-only, public).
 //
 // An env is a small C++ class:
 //
@@ -36,9 +36,11 @@
 // buffer), never allocate, never touch Python and own no threads. Each env object is used by one
 // thread at a time. `StepResult{reward, terminated, truncated}`: `truncated` (optional, default
 // false) ends an episode by the env's own limit; the pool applies `Spec::MaxEpisodeSteps` on top,
-// as gymnasium's TimeLimit does. Randomness comes from the `Rng` handed to `Reset`, which the
-// pool seeds from (seed, env index); an env that needs randomness while stepping keeps a copy
-// (a default-constructed Rng member is a placeholder until then). Exceptions thrown by
+// as gymnasium's TimeLimit does. Randomness comes from the `Rng` handed to `Reset`: numpy's
+// generator (version 4; see rng.h), which the pool seeds as gymnasium seeds its envs (seed + env
+// index), so an env drawing what its gymnasium twin draws, in the same order, replays its seeded
+// episodes. An env that needs randomness while stepping keeps a copy (a default-constructed Rng
+// member is a placeholder until then). Exceptions thrown by
 // `MakeSpec`/`Reset`/`Step`/the constructor are caught at the ABI boundary and re-raised in
 // Python (naming the env index where there is one).
 //

@@ -1,0 +1,143 @@
+"""What gymnasium's ``get_attr``/``call``/``render`` reach on native envs, which live in C++.
+
+A native env has no Python object per env, so ``NativeVectorEnv.get_attr(name)`` answers from
+this table: the env's constructor params (the values it was made with), its single-env spaces,
+``spec``, ``metadata``, ``render_mode``, ``np_random_seed`` and ``state`` (the env's float64
+state: gymnasium's ``env.state`` for classic control, ``qpos ++ qvel`` (``state_vector()``)
+for MuJoCo). Anything else raises AttributeError listing what there is; ``set_attr`` raises,
+because params are fixed when the envs are made.
+
+Rendering: the built-in classic-control and MuJoCo envs render through gymnasium's own
+renderer: one gymnasium env of the same id is given each native env's state and drawn.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+__all__ = ["NativeAttributes", "renderable"]
+
+# Native ids drawn by gymnasium's renderer of the same id (MuJoCo ids are added by
+# `renderable`): their native state is the state that renderer reads.
+_CLASSIC = (
+    "CartPole-v1",
+    "Pendulum-v1",
+    "Acrobot-v1",
+    "MountainCar-v0",
+    "MountainCarContinuous-v0",
+)
+RENDER_MODES = ("rgb_array",)
+
+
+def renderable(env_id: str) -> bool:
+    """True when gymnasium has a renderer for the native env `env_id`."""
+    from fastbatch.mujoco import is_mujoco_id
+
+    return env_id in _CLASSIC or is_mujoco_id(env_id)
+
+
+def render_metadata(env_id: str) -> dict[str, Any]:
+    """The env's ``metadata``: its render modes and, when it renders, gymnasium's frame rate."""
+    if not renderable(env_id):
+        return {"render_modes": []}
+    creator = gymnasium.envs.registration.load_env_creator(gymnasium.spec(env_id).entry_point)
+    return {"render_modes": list(RENDER_MODES), "render_fps": creator.metadata.get("render_fps")}
+
+
+def check_render_mode(env_id: str, render_mode: str | None) -> None:
+    """Refuses a render mode the native env `env_id` cannot honour, saying what it can."""
+    if render_mode is None:
+        return
+    if not renderable(env_id):
+        raise ValueError(
+            f"native env {env_id} has no renderer (render_mode must be None); the built-in "
+            "classic-control and MuJoCo envs render with render_mode='rgb_array'"
+        )
+    if render_mode not in RENDER_MODES:
+        raise ValueError(
+            f"native envs render with render_mode in {list(RENDER_MODES)}, got {render_mode!r} "
+            "(a window ('human') would need an env per window: use the process backend)"
+        )
+
+
+class NativeAttributes:
+    """The per-env attributes of one `NativeVectorEnv` (see the module docstring)."""
+
+    def __init__(self, venv: Any, params: dict[str, Any], render_mode: str | None) -> None:
+        self._venv = venv
+        self._params = params
+        self.render_mode = render_mode
+        self._renderer: gymnasium.Env | None = None
+        self.metadata = render_metadata(venv._spec.id)
+
+    def names(self) -> list[str]:
+        fixed = ["action_space", "metadata", "np_random_seed", "observation_space"]
+        return sorted([*fixed, "render", "render_mode", "spec", "state", *self._params])
+
+    def value(self, name: str, index: int) -> Any:
+        """Attribute `name` of env `index` (bound methods for callables)."""
+        venv = self._venv
+        if name in self._params:
+            return self._params[name]
+        if name == "observation_space":
+            return venv.single_observation_space
+        if name == "action_space":
+            return venv.single_action_space
+        if name == "metadata":
+            return self.metadata
+        if name == "render_mode":
+            return self.render_mode
+        if name == "spec":
+            return self.spec()
+        if name == "np_random_seed":
+            return venv.np_random_seed[index]
+        if name == "state":
+            return venv.get_env_state(index)
+        if name == "render":
+            return lambda: self.render_one(index)
+        raise AttributeError(
+            f"native env {venv._spec.id} has no attribute {name!r}; native envs answer "
+            f"{', '.join(self.names())} (the envs live in C++: for any other attribute use "
+            "the process backend, fastbatch.make(..., backend='process'))"
+        )
+
+    def spec(self) -> gymnasium.envs.registration.EnvSpec | None:
+        """The single env's gymnasium spec (``fastbatch/<id>`` with the params it was made with)."""
+        env_id = self._venv._spec.id
+        gym_id = env_id if "/" in env_id else f"fastbatch/{env_id}"
+        if gym_id not in gymnasium.registry:
+            return None
+        spec = gymnasium.registry[gym_id]
+        return dataclasses.replace(spec, kwargs={**spec.kwargs, **self._params})
+
+    # ------------------------------------------------------------------ rendering
+    def render_one(self, index: int) -> np.ndarray | None:
+        """Env `index` drawn by gymnasium's renderer (None without a render mode)."""
+        if self.render_mode is None:
+            return None
+        renderer = self._renderer_env()
+        state = self._venv.get_env_state(index)
+        if hasattr(renderer, "set_state") and hasattr(renderer, "model"):  # MuJoCo
+            nq = renderer.model.nq
+            renderer.set_state(state[:nq], state[nq:])
+        else:
+            renderer.state = state
+            if hasattr(renderer, "last_u"):  # Pendulum draws the last torque: not kept natively
+                renderer.last_u = None
+        return renderer.render()
+
+    def _renderer_env(self) -> Any:
+        if self._renderer is None:
+            env = gymnasium.make(self._venv._spec.id, render_mode=self.render_mode)
+            env.reset(seed=0)
+            self._renderer = env
+        return self._renderer.unwrapped
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None

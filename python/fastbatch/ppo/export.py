@@ -1,0 +1,149 @@
+"""The exported policy (a SavedModel), loading it back, and playing episodes with a policy.
+
+The SavedModel that `train` writes to ``<run>/policy`` holds only the core, the policy head
+and the observation statistics (not the agent, whose rollout graph may use the fastbatch op
+that a loader would not have). Raw observations go in (normalised inside), deterministic
+actions come out, clipped to the action space for Box actions. Signatures:
+
+``step``: ``{"obs": float32 [B, obs], "state": float32 [B, S]} -> {"action": [B, ...],
+"state": float32 [B, S]}``. One step of B envs: ``state`` is each env's core state before the
+step and the returned ``state`` the one to pass with its next observation. Where an env's
+episode starts, pass the initial state for it. S is the core's state size (``gru_size`` for
+``policy="gru"``, 0 for the MLP).
+
+``initial_state``: ``{"batch_size": int32 []} -> {"state": float32 [batch_size, S]}``, the
+state of envs whose episode starts (zeros).
+
+``serving_default``: ``step`` for a recurrent policy; for the MLP, ``{"obs"} -> {"action"}``
+(no state, as exports made before recurrent policies existed).
+
+`load_policy` turns either kind into a `Player`, which keeps the state between calls.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+import fastbatch
+
+__all__ = ["Player", "PolicyExport", "evaluate_saved", "export_policy", "load_policy"]
+
+
+class PolicyExport(tf.Module):
+    """The exported policy of an agent (see the module docstring for its signatures)."""
+
+    def __init__(self, agent):
+        super().__init__()
+        self.core = agent.core if agent.recurrent else None  # tracked only when it has weights
+        self.policy = agent.policy
+        self.obs_rms = agent.obs_rms
+        core, state_size = agent.core, agent.core.state_size
+        normalize, clip = agent.config.normalize_obs, agent.config.obs_clip
+        low = None if agent.discrete else agent.action_low
+        high = None if agent.discrete else agent.action_high
+
+        def step(obs, state):
+            x = self.obs_rms.normalize(obs, clip) if normalize else obs
+            features, state = core(x, state, tf.zeros([tf.shape(obs)[0]], tf.bool))
+            action = self.policy.mode(self.policy(features))
+            action = action if low is None else tf.clip_by_value(action, low, high)
+            return {"action": action, "state": state}
+
+        def initial_state(batch_size):
+            return {"state": tf.zeros([batch_size, state_size])}
+
+        def serve(obs):
+            return step(obs, tf.zeros([tf.shape(obs)[0], 0]))["action"]
+
+        obs_spec = tf.TensorSpec([None, agent.obs_size], tf.float32, name="obs")
+        state_spec = tf.TensorSpec([None, state_size], tf.float32, name="state")
+        self.step = tf.function(step, autograph=False, input_signature=[obs_spec, state_spec])
+        self.initial_state = tf.function(
+            initial_state,
+            autograph=False,
+            input_signature=[tf.TensorSpec([], tf.int32, name="batch_size")],
+        )
+        if not agent.recurrent:
+            self.serve = tf.function(serve, autograph=False, input_signature=[obs_spec])
+
+    def signatures(self) -> dict:
+        serving = self.step if self.core is not None else self.serve
+        return {"serving_default": serving, "step": self.step, "initial_state": self.initial_state}
+
+
+def export_policy(agent, path: Path) -> None:
+    """Writes the agent's policy as a SavedModel to `path`."""
+    module = PolicyExport(agent)
+    tf.saved_model.save(module, str(path), signatures=module.signatures())
+
+
+class Player:
+    """A policy playing a batch of envs: ``player(obs, starts) -> actions``, where ``starts
+    [B]`` marks envs whose episode begins with `obs`. It keeps each env's state between calls
+    and gives an env whose episode starts (or a batch of another size) the initial state.
+    `step` is ``(obs, state) -> (actions, state)`` and `initial_state` ``batch -> state``, both
+    on numpy arrays."""
+
+    def __init__(self, step, initial_state):
+        self._step, self._initial_state = step, initial_state
+        self._state: np.ndarray | None = None
+
+    def __call__(self, obs: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        obs = np.asarray(obs, np.float32)
+        initial = self._initial_state(len(obs))
+        if self._state is None or len(self._state) != len(obs):
+            state = initial
+        else:
+            state = np.where(np.asarray(starts, bool)[:, None], initial, self._state)
+        actions, self._state = self._step(obs, state)
+        return actions
+
+
+def load_policy(path: str | Path) -> Player:
+    """The deterministic policy of a SavedModel exported by `train`, as a `Player`. Exports
+    from before recurrent policies (no ``step`` signature) play statelessly."""
+    model = tf.saved_model.load(str(path))
+    if "step" not in model.signatures:
+        serve = model.signatures["serving_default"]
+
+        def stateless(obs, state):
+            out = serve(obs=tf.constant(obs))
+            return next(iter(out.values())).numpy(), state
+
+        return Player(stateless, lambda batch: np.zeros((batch, 0), np.float32))
+    step, initial = model.signatures["step"], model.signatures["initial_state"]
+
+    def play(obs, state):
+        out = step(obs=tf.constant(obs), state=tf.constant(state))
+        return out["action"].numpy(), out["state"].numpy()
+
+    return Player(play, lambda batch: initial(batch_size=tf.constant(batch))["state"].numpy())
+
+
+def run_episodes(env, policy, episodes: int) -> list[float]:
+    """Returns of the first `episodes` episodes that `policy` plays on `env` (SAME_STEP
+    autoreset mode); `policy(obs, starts) -> actions` as a `Player`."""
+    obs, _ = env.reset()
+    starts = np.ones(env.num_envs, bool)
+    returns: list[float] = []
+    while len(returns) < episodes:
+        obs, _, terminated, truncated, info = env.step(policy(np.asarray(obs, np.float32), starts))
+        starts = terminated | truncated
+        if "episode" in info:
+            returns.extend(info["episode"]["r"][info["_episode"]].tolist())
+    return returns[:episodes]
+
+
+def evaluate_saved(
+    path: str | Path, env_id: str, episodes: int, seed: int = 0, **make_kwargs
+) -> list[float]:
+    """Plays `episodes` episodes of `env_id` with a SavedModel exported by `train`."""
+    policy = load_policy(path)
+    make_kwargs = {"seed": seed, "autoreset_mode": "same_step", **make_kwargs}
+    env = fastbatch.make(env_id, min(episodes, 16), **{**make_kwargs, "stats_key": "episode"})
+    returns = run_episodes(env, policy, episodes)
+    env.close()
+    return returns
