@@ -195,6 +195,19 @@ def test_native_trajectories_do_not_depend_on_num_workers(num_workers):
     _assert_each_env_follows_its_sync_trajectory(sync, env, steps=300)
 
 
+@pytest.mark.parametrize("num_workers", [1, 2, 3, 7])
+@pytest.mark.parametrize("batch_size", [1, 6, 11])
+def test_native_variable_cost_envs_follow_their_sync_trajectories(num_workers, batch_size):
+    # Step costs differ by env and change over time, so envs finish out of order.
+    sync = fastbatch.make("_TestVariableCost-v0", num_envs=12, seed=3)
+    env = fastbatch.make(
+        "_TestVariableCost-v0", 12, batch_size=batch_size, seed=3, num_workers=num_workers
+    )
+    _assert_each_env_follows_its_sync_trajectory(sync, env, steps=150)
+    sync.close()
+    env.close()
+
+
 def test_native_send_checks_env_ids():
     env = fastbatch.make("CartPole-v1", num_envs=4, batch_size=2, seed=0, num_workers=2)
     env.reset()

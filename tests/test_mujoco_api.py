@@ -106,6 +106,52 @@ def test_results_are_identical_for_any_thread_count_and_in_async_mode():
         np.testing.assert_array_equal(np.array(received[i]), sync_obs[: len(received[i]), i])
 
 
+def row_entries(info: dict, row: int, prefix: str = "") -> dict:
+    """Row `row` of every info entry present there (masks applied, nested dicts flattened)."""
+    out = {}
+    for key, value in info.items():
+        if key.startswith("_") or key in ("episode", "env_id"):
+            continue
+        mask = info.get(f"_{key}")
+        if mask is not None and not mask[row]:
+            continue
+        if isinstance(value, dict):
+            out.update(row_entries(value, row, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = np.asarray(value[row])
+    return out
+
+
+@pytest.mark.parametrize("mode", ["NEXT_STEP", "SAME_STEP"])
+def test_async_infos_equal_sync_infos_env_by_env(mode):
+    """Async recv copies each env's info row (and SAME_STEP final info) beside its results."""
+    kwargs = {"autoreset_mode": gymnasium.vector.AutoresetMode[mode], "max_episode_steps": 4}
+    sync = fastbatch.make("Hopper-v5", 6, **kwargs)
+    table = actions(sync, 10)
+    sync.reset(seed=5)
+    expected = [sync.step(a)[-1] for a in table]
+    env = fastbatch.make("Hopper-v5", 6, num_workers=2, batch_size=3, **kwargs)
+    env.reset(seed=5)
+    env.send(table[0])
+    next_step, in_flight, checked = np.ones(6, np.int64), 6, 0
+    while in_flight >= 3:
+        *_, info = env.recv()
+        in_flight -= 3
+        for row, i in enumerate(info["env_id"]):
+            entries = row_entries(info, row)
+            reference = row_entries(expected[next_step[i] - 1], i)
+            assert entries.keys() == reference.keys()
+            for key in entries:
+                np.testing.assert_array_equal(entries[key], reference[key], err_msg=key)
+            checked += 1
+        todo = [i for i in info["env_id"] if next_step[i] < len(table)]
+        if todo:
+            env.send(np.stack([table[next_step[i]][i] for i in todo]), env_ids=np.array(todo))
+            next_step[todo] += 1
+            in_flight += len(todo)
+    assert checked >= 6 * len(table) - 3
+
+
 def info_keys(info: dict) -> set:
     keys = {k for k in info if k not in ("episode", "_episode")}
     for name in ("final_info",):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 
 import fastbatch
 
@@ -14,13 +15,15 @@ def rss_bytes() -> int:
         return int(f.read().split()[1]) * 4096
 
 
-def test_an_idle_pool_uses_almost_no_cpu():
-    env = fastbatch.make("CartPole-v1", num_envs=256, num_workers=2, seed=0)
+@pytest.mark.parametrize("batch_size", [256, 128], ids=["sync", "async"])
+def test_an_idle_pool_uses_almost_no_cpu(batch_size):
+    env = fastbatch.make("CartPole-v1", num_envs=256, num_workers=2, batch_size=batch_size, seed=0)
     env.reset()
     actions = np.zeros(256, dtype=np.int64)
+    env.step(actions)  # async: the first step sends every env, later ones the last batch
     for _ in range(200):
-        env.step(actions)
-    time.sleep(0.05)  # past the workers' short spin
+        env.step(actions[:batch_size])
+    time.sleep(0.05)  # past the workers' spinning (20 us) and yielding (200 us)
     cpu, wall = time.process_time(), time.perf_counter()
     time.sleep(0.5)
     used = (time.process_time() - cpu) / (time.perf_counter() - wall)

@@ -174,6 +174,9 @@ class _VectorPool:
     def num_threads(self) -> int:
         """Threads stepping the batch (the caller counts as one); 0 after close."""
     @property
+    def active_threads(self) -> int:
+        """How many of them the thread tuner has stepping envs now; 0 after close."""
+    @property
     def spec(self) -> dict[str, Any]:
         """The spec of these envs (``_EnvType.spec``'s layout): spaces and time limit for the
         params they were made with."""

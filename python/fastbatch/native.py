@@ -225,8 +225,18 @@ class NativeVectorEnv(BatchVectorEnv):
 
     @property
     def num_workers(self) -> int:
-        """Threads stepping the batch (the calling thread counts as one)."""
+        """Threads stepping the batch at most (the calling thread counts as one): the configured
+        ``num_workers``, clamped to ``num_envs``."""
         return self._pool.num_threads
+
+    @property
+    def active_workers(self) -> int:
+        """How many of the :attr:`num_workers` threads step envs now (the calling thread counts
+        as one). The pool times its batch steps (async mode: its ``recv`` cycles) and moves to
+        the count that measures fastest, probing the neighbouring counts now and then: with a
+        core taken by another process, or with envs too cheap to share, fewer threads can be
+        faster than all of them. Results never depend on it."""
+        return self._pool.active_threads
 
     @property
     def num_threads(self) -> int:

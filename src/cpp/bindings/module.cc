@@ -154,6 +154,7 @@ void RegisterVectorPool(py::module_& m) {
       .def("close", &PyVectorPool::Close)
       .def("_abandon", &PyVectorPool::Abandon)
       .def_property_readonly("num_threads", &PyVectorPool::num_threads)
+      .def_property_readonly("active_threads", &PyVectorPool::active_threads)
       .def_property_readonly("spec", &PyVectorPool::Spec);
 
   m.attr("_rollout_step_address") = reinterpret_cast<uintptr_t>(&FastbatchRolloutStep);

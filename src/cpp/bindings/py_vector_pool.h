@@ -116,6 +116,8 @@ class PyVectorPool {
 
   // Threads stepping the batch (the caller counts as one); 0 after close.
   int num_threads() const { return pool_ ? pool_->num_threads() : 0; }
+  // How many of them the thread tuner has stepping envs now; 0 after close.
+  int active_threads() const { return pool_ ? pool_->active_threads() : 0; }
 
   // The spec of this pool's envs (spaces for the params they were made with), as SpecDict.
   py::dict Spec() const;

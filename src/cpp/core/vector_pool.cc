@@ -16,6 +16,10 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
       env_truncates_(HasV2Fields(api)),
       num_envs_(config.num_envs),
       mode_(config.autoreset_mode),
+      max_threads_(ClampThreads(config)),
+      chunk_size_(config.num_envs > 0 ? ChunkSize(config.num_envs, max_threads_) : 1),
+      num_chunks_(config.num_envs > 0 ? (config.num_envs + chunk_size_ - 1) / chunk_size_ : 0),
+      tuner_(max_threads_),
       seeds_(std::max<int64_t>(config.num_envs, 0), api->abi_version),
       batch_size_(config.batch_size <= 0 ? config.num_envs : config.batch_size) {
   if (num_envs_ <= 0) throw std::invalid_argument("num_envs must be positive");
@@ -40,8 +44,6 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   obs_row_bytes_ = DTypeSize(spec_->observation.dtype);
   for (int32_t d = 0; d < spec_->observation.ndim; ++d)
     obs_row_bytes_ *= spec_->observation.shape[d];
-  const int threads = static_cast<int>(std::clamp<int64_t>(config.num_threads, 1, num_envs_));
-  bounds_ = SplitRanges(num_envs_, threads);
 
   const auto n = static_cast<size_t>(num_envs_);
   in_flight_.assign(n, 0);  // stays all zero in sync mode
@@ -59,44 +61,24 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   const auto info_row = static_cast<size_t>(info_row_);
   info_.assign(n * info_row, 0.0);
   if (mode_ == AutoresetMode::kSameStep) final_info_.assign(n * info_row, 0.0);
-  errors_.resize(static_cast<size_t>(threads));
-  failed_.assign(static_cast<size_t>(threads), 0);
-  ended_.assign(static_cast<size_t>(threads), 0);
+  errors_.resize(static_cast<size_t>(num_chunks_));
+  failed_.assign(static_cast<size_t>(num_chunks_), 0);
+  ended_.assign(static_cast<size_t>(num_chunks_), 0);
   seeds_.SeedFromEntropy(0, num_envs_);
 
-  workers_ = std::make_unique<WorkerPool>(threads - 1);
-  if (is_async()) {
-    action_row_bytes_ = spec_->action.is_discrete ? 8 : DTypeSize(spec_->action.dtype);
-    for (int32_t d = 0; d < spec_->action.ndim; ++d) action_row_bytes_ *= spec_->action.shape[d];
-    job_ring_.assign(n, 0);
-    done_ring_.assign(n, 0);
-    stage_actions_.assign(n * static_cast<size_t>(action_row_bytes_), 0);
-    stage_obs_.assign(n * static_cast<size_t>(obs_row_bytes_), 0);
-    stage_reward_.assign(n, 0.0f);
-    stage_terminated_.assign(n, 0);
-    stage_truncated_.assign(n, 0);
-    env_errors_.resize(n);
-    env_failed_.assign(n, 0);
-    const auto b = static_cast<size_t>(batch_size_);
-    recv_done_.assign(b, 0);
-    recv_return_.assign(b, 0.0);
-    recv_length_.assign(b, 0);
-    recv_time_.assign(b, 0.0);
-    recv_info_.assign(b * info_row, 0.0);
-    if (mode_ == AutoresetMode::kSameStep) {
-      recv_final_obs_.assign(b * static_cast<size_t>(obs_row_bytes_), 0);
-      recv_final_info_.assign(b * info_row, 0.0);
-    }
-    num_async_threads_ = threads;  // set before any thread starts: AsyncLoop reads it
-    async_threads_.reserve(static_cast<size_t>(threads));
-    for (int t = 0; t < threads; ++t) async_threads_.emplace_back(&VectorPool::AsyncLoop, this);
-  }
+  workers_ = std::make_unique<WorkerPool>(max_threads_ - 1);
+  if (is_async()) StartAsync(max_threads_);
 }
 
 VectorPool::~VectorPool() {
   StopAsync();
   workers_.reset();  // join threads before the envs go away
   if (block_ != nullptr) api_->destroy(block_);
+}
+
+int VectorPool::ClampThreads(const PoolConfig& config) {
+  return static_cast<int>(
+      std::clamp<int64_t>(config.num_threads, 1, std::max<int64_t>(1, config.num_envs)));
 }
 
 double VectorPool::Now() {
@@ -157,7 +139,7 @@ void VectorPool::Reset(const uint8_t* mask, void* obs, const void* prev_obs) {
   call_out_.obs = obs;
   call_prev_obs_ = prev_obs;
   std::fill(failed_.begin(), failed_.end(), 0);
-  workers_->Run(&VectorPool::ResetTask, this);
+  workers_->Run(&VectorPool::ResetTask, this, num_chunks_, tuner_.chosen() - 1);
   ThrowFirstError();
   broken_ = false;
   if (is_async()) {  // the staging rows hold every env's latest observation
@@ -171,21 +153,22 @@ void VectorPool::Reset(const uint8_t* mask, void* obs, const void* prev_obs) {
   }
 }
 
-void VectorPool::ResetTask(void* self, int range) {
-  static_cast<VectorPool*>(self)->ResetRange(range);
+void VectorPool::ResetTask(void* self, int64_t begin, int64_t end) {
+  auto* pool = static_cast<VectorPool*>(self);
+  const auto c = static_cast<size_t>(begin);
+  pool->ResetEnvs(pool->ChunkBegin(begin), pool->ChunkBegin(end), &pool->errors_[c],
+                  &pool->failed_[c]);
 }
 
-void VectorPool::ResetRange(int range) {
-  const int64_t begin = bounds_[static_cast<size_t>(range)];
-  const int64_t end = bounds_[static_cast<size_t>(range) + 1];
+void VectorPool::ResetEnvs(int64_t begin, int64_t end, fb_error* error, uint8_t* failed) {
   if (begin == end) return;
   fb_batch batch{};
   batch.obs = call_out_.obs;
   batch.reset_mask = call_mask_;
   batch.rngs = seeds_.states();
   batch.info = info_row_ > 0 ? info_.data() : nullptr;
-  if (api_->reset(block_, begin, end, &batch, &errors_[static_cast<size_t>(range)]) != 0) {
-    failed_[static_cast<size_t>(range)] = 1;
+  if (api_->reset(block_, begin, end, &batch, error) != 0) {
+    *failed = 1;
     return;
   }
   const double now = Now();
@@ -222,29 +205,35 @@ int64_t VectorPool::Step(const void* actions, const BatchOut& out) {
   call_out_ = out;
   last_was_recv_ = false;
   std::fill(failed_.begin(), failed_.end(), 0);
-  workers_->Run(&VectorPool::StepTask, this);
+  std::fill(ended_.begin(), ended_.end(), 0);
+  if (max_threads_ == 1) {
+    workers_->Run(&VectorPool::StepTask, this, num_chunks_, 0);
+  } else {
+    const int threads = tuner_.threads();
+    const double start = Now();
+    workers_->Run(&VectorPool::StepTask, this, num_chunks_, threads - 1);
+    tuner_.Record(Now() - start);
+  }
   ThrowFirstError();
   int64_t ended = 0;
   for (int64_t e : ended_) ended += e;
   return ended;
 }
 
-void VectorPool::StepTask(void* self, int range) {
-  static_cast<VectorPool*>(self)->StepRange(range);
-}
-
-void VectorPool::StepRange(int range) {
-  const auto r = static_cast<size_t>(range);
-  const int64_t begin = bounds_[r];
-  const int64_t end = bounds_[r + 1];
-  const int64_t ended =
-      begin == end ? 0 : StepEnvs(begin, end, call_actions_, call_out_, &errors_[r]);
-  failed_[r] = ended < 0 ? 1 : 0;
-  ended_[r] = ended < 0 ? 0 : ended;
+void VectorPool::StepTask(void* self, int64_t begin, int64_t end) {
+  auto* pool = static_cast<VectorPool*>(self);
+  const auto c = static_cast<size_t>(begin);
+  const int64_t first = pool->ChunkBegin(begin);
+  const int64_t last = pool->ChunkBegin(end);
+  const int64_t ended = first == last ? 0
+                                      : pool->StepEnvs(first, last, pool->call_actions_,
+                                                       pool->call_out_, &pool->errors_[c]);
+  pool->failed_[c] = ended < 0 ? 1 : 0;
+  pool->ended_[c] = ended < 0 ? 0 : ended;
 }
 
 int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, const BatchOut& out,
-                             fb_error* error) {
+                             fb_error* error, int64_t* stepped_end) {
   fb_batch batch{};
   batch.obs = out.obs;
   batch.reward = out.reward;
@@ -254,7 +243,13 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
   batch.rngs = seeds_.states();
   batch.truncated = out.truncated;  // version-2 envs report their own truncation here
   batch.info = info_row_ > 0 ? info_.data() : nullptr;  // version-3 envs write their infos
-  if (api_->step(block_, begin, end, &batch, error) != 0) return -1;
+  const bool step_failed = api_->step(block_, begin, end, &batch, error) != 0;
+  if (step_failed) {
+    // The adapter stops at the failing env: the envs before it stepped and keep their books.
+    const int64_t failed_env = error->env_index;
+    end = failed_env > begin && failed_env < end ? failed_env : begin;
+  }
+  if (stepped_end != nullptr) *stepped_end = end;
   const float* reward = out.reward;
   const uint8_t* terminated = out.terminated;
   uint8_t* truncated = out.truncated;
@@ -299,12 +294,16 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
   }
   if (mode_ == AutoresetMode::kSameStep && ended > 0) {
     batch.reset_mask = done_.data();
-    if (api_->reset(block_, begin, end, &batch, error) != 0) return -1;
+    fb_error reset_error{};
+    if (api_->reset(block_, begin, end, &batch, &reset_error) != 0) {
+      *error = reset_error;
+      return -1;
+    }
     for (int64_t i = begin; i < end; ++i) {
       if (done_[static_cast<size_t>(i)]) StartEpisode(i, now);
     }
   }
-  return ended;
+  return step_failed ? -1 : ended;
 }
 
 int64_t VectorPool::GetState(int64_t env, double* out, int64_t capacity) const {

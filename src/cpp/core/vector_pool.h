@@ -6,16 +6,33 @@
 // bookkeeping (RNGs, step counters, episode statistics, SAME_STEP final observations) and the
 // envs' info rows (ABI version 3), which the caller reads after each call like the statistics.
 //
-// Threading: all methods are called by one thread at a time (the Python layer guarantees it);
-// inside Reset/Step the work is split over the worker threads on disjoint env ranges.
+// Threading: all methods are called by one thread at a time (the Python layer guarantees it).
+// Inside Reset/Step the envs are split into chunks of `chunk_size()` envs (borders on cache-line
+// multiples, worker_pool.h) that the caller and the workers claim one at a time; a chunk's
+// bookkeeping runs on the thread that stepped it. Step times each batch and a ThreadTuner picks
+// how many of the `num_threads()` threads take part (`active_threads()`). Results never depend
+// on the thread count or on which thread stepped which chunk: an env's step reads only its own
+// state, RNG and action row.
+//
+// Async mode (batch_size < num_envs): each env has a home thread, the caller or one of the
+// num_threads() - 1 async threads (contiguous blocks, so an env's state stays in one core's
+// cache), and Send publishes its id on that thread's lock-free FIFO job ring. Each thread
+// claims runs of envs from the front of its ring, steps them into staging rows and publishes
+// their ids on a lock-free done ring (the caller inside Recv, while results are missing); a
+// thread takes from another's ring when that ring's front was sent before its own's (so no
+// env waits behind later ones) or its own is empty. Recv takes batch_size ids from the done
+// ring in completion order. The ThreadTuner times
+// recv cycles and parks async threads when fewer measure faster (the caller then steps
+// everything). A waiting thread spins, then yields, then sleeps on a futex word that is
+// signalled only when someone sleeps on it.
 #ifndef FASTBATCH_CORE_VECTOR_POOL_H_
 #define FASTBATCH_CORE_VECTOR_POOL_H_
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -57,7 +74,7 @@ struct BatchOut {
 
 struct PoolConfig {
   int64_t num_envs = 1;
-  int num_threads = 1;
+  int num_threads = 1;  // the most threads that step a batch (clamped to [1, num_envs])
   AutoresetMode autoreset_mode = AutoresetMode::kNextStep;
   int64_t max_episode_steps = 0;  // 0: no time limit; < 0: the env spec's
   int64_t batch_size = 0;         // < num_envs: async mode (Send/Recv); 0 or num_envs: sync
@@ -72,9 +89,13 @@ class VectorPool {
   VectorPool& operator=(const VectorPool&) = delete;
 
   int64_t num_envs() const { return num_envs_; }
-  int num_threads() const { return static_cast<int>(bounds_.size()) - 1; }
+  // The configured thread count (the caller counts as one), clamped to [1, num_envs].
+  int num_threads() const { return max_threads_; }
+  // How many of them the tuner currently has stepping (sync: each batch; async: the caller and
+  // the async threads not parked).
+  int active_threads() const { return tuner_.chosen(); }
+  int64_t chunk_size() const { return chunk_size_; }
   int64_t obs_row_bytes() const { return obs_row_bytes_; }
-  const std::vector<int64_t>& range_bounds() const { return bounds_; }
   const fb_spec& spec() const { return *spec_; }
   AutoresetMode autoreset_mode() const { return mode_; }
 
@@ -94,8 +115,8 @@ class VectorPool {
   // Returns how many episodes ended in this step. Throws EnvError.
   int64_t Step(const void* actions, const BatchOut& out);
 
-  // Async mode (batch_size < num_envs). Worker threads step each sent env on its own; the
-  // caller thread only sends and receives.
+  // Async mode (batch_size < num_envs): async threads step the sent envs; the caller steps
+  // queued envs too while it waits in Recv.
   bool is_async() const { return batch_size_ < num_envs_; }
   int64_t batch_size() const { return batch_size_; }
   int64_t num_in_flight() const { return num_in_flight_; }
@@ -103,9 +124,10 @@ class VectorPool {
   // ([count, *act_shape]). Throws AsyncStateError for an env already in flight, and
   // std::invalid_argument for a bad id (nothing is queued then).
   void Send(const int64_t* env_ids, int64_t count, const void* actions);
-  // Waits until batch_size sent envs have finished and writes their results, in completion
-  // order, to rows [0, batch_size) of `out` and their ids to `env_ids`. Returns how many
-  // episodes ended. Throws AsyncStateError when fewer than batch_size envs are in flight.
+  // Waits until batch_size sent envs have finished (stepping queued envs itself meanwhile) and
+  // writes their results, in completion order, to rows [0, batch_size) of `out` and their ids
+  // to `env_ids`. Returns how many episodes ended. Throws AsyncStateError when fewer than
+  // batch_size envs are in flight, and EnvError naming the lowest failed env of the batch.
   int64_t Recv(const BatchOut& out, int64_t* env_ids);
 
   // Episode statistics of the last Step (stats_rows() == num_envs, row = env) or Recv
@@ -142,20 +164,38 @@ class VectorPool {
   int64_t GetState(int64_t env, double* out, int64_t capacity) const;
 
  private:
-  static void StepTask(void* self, int range);
-  static void ResetTask(void* self, int range);
-  void StepRange(int range);
+  static void StepTask(void* self, int64_t begin, int64_t end);
+  static void ResetTask(void* self, int64_t begin, int64_t end);
+  int64_t ChunkBegin(int64_t chunk) const { return std::min(chunk * chunk_size_, num_envs_); }
   // Steps envs [begin, end) (actions and outputs at their global rows) with time limits,
   // autoreset and episode statistics. Returns the episodes ended, or -1 with `error` filled.
+  // When the env step fails at env f, envs [begin, f) still get their bookkeeping and
+  // `stepped_end` (if not null) is set to f; otherwise to `end`.
   int64_t StepEnvs(int64_t begin, int64_t end, const void* actions, const BatchOut& out,
-                   fb_error* error);
-  void AsyncLoop();
-  void DrainAsync();
-  void StopAsync();
-  void ResetRange(int range);
+                   fb_error* error, int64_t* stepped_end = nullptr);
+  void ResetEnvs(int64_t begin, int64_t end, fb_error* error, uint8_t* failed);
   void StartEpisode(int64_t i, double now);
   void ThrowFirstError();
+  static int ClampThreads(const PoolConfig& config);
   static double Now();
+
+  // Async mode (vector_pool_async.cc).
+  void StartAsync(int threads);
+  void AsyncLoop(int home);
+  // How much of a ring's queue a claim takes: all (a lone thread), half (the ring's owner), a
+  // quarter (a thief, which also looks at every other ring).
+  enum class Share { kAll, kOwner, kThief };
+  // Claims envs from the front of job ring `ring` (a thief: or the next ones), steps them and
+  // publishes them as done; returns how many it stepped (0: none queued where it looked).
+  int64_t StepQueued(int ring, Share share, std::vector<int64_t>* ids);
+  bool AnyQueued() const;
+  // The ring (trying `prefer` first) whose front slot was queued by the earliest Send; -1: none.
+  int OldestRing(int prefer) const;
+  int Home(int64_t env) const;  // the job ring env is queued on
+  // Waits (stepping queued envs meanwhile) until done positions [done_head_, end) are filled.
+  void WaitForDone(int64_t end);
+  void DrainAsync();
+  void StopAsync();
 
   const fb_env_api* api_;
   const fb_spec* spec_;  // the block's spec (its params' spaces), owned by the table or block
@@ -165,8 +205,11 @@ class VectorPool {
   AutoresetMode mode_;
   int64_t max_episode_steps_;
   int64_t obs_row_bytes_;
-  std::vector<int64_t> bounds_;  // range r covers envs [bounds_[r], bounds_[r + 1])
+  int max_threads_;
+  int64_t chunk_size_;  // chunk c covers envs [c * chunk_size_, min((c + 1) * chunk_size_, N))
+  int64_t num_chunks_;
   std::unique_ptr<WorkerPool> workers_;
+  ThreadTuner tuner_;
 
   // Per-env bookkeeping.
   EnvSeeds seeds_;
@@ -183,7 +226,9 @@ class VectorPool {
   std::vector<double> info_;        // [N, info_row_], by env; written by the envs
   std::vector<double> final_info_;  // [N, info_row_], SAME_STEP
 
-  // Per-range results of the current call.
+  // Per-chunk results of the current call (a run of chunks stepped in one go reports at its
+  // first chunk's index). The adapter stops a range at its first failing env, so the lowest
+  // failed chunk names the lowest failing env of the batch, whatever the chunking.
   std::vector<fb_error> errors_;
   std::vector<uint8_t> failed_;
   std::vector<int64_t> ended_;
@@ -196,25 +241,53 @@ class VectorPool {
   bool broken_ = false;  // a Step or Reset failed; a full Reset() clears it
   bool last_was_recv_ = false;
 
-  // Async mode. Staging rows are indexed by env; the rings hold env ids. `job_*` and `done_*`
-  // are guarded by their mutexes; everything else here belongs to the caller thread, except
-  // the staging rows of an env in flight, which belong to the worker stepping it.
+  // Async mode. Staging rows are indexed by env. Positions on the rings count up forever (slot =
+  // position & mask, capacity a power of 2); at most num_envs envs are in flight, each queued
+  // once on its home's ring, so no ring overflows. A job ring has one
+  // producer (Send); consumers claim [head, head + k) by compare-exchange after reading the
+  // ids, so the producer reuses a slot only after its id was read. Done ring: the thread that
+  // stepped a run of envs reserves positions [p, p + k) with fetch_add, stores the ids, then the
+  // run's header at slot p: its length, then seq = p + 1 (release). Recv, the only consumer,
+  // walks the headers in position order. Everything else here belongs to the caller thread,
+  // except the per-env rows of an env in flight, which belong to whoever claimed it until it
+  // is published as done.
+  struct JobRing {
+    std::unique_ptr<std::atomic<int64_t>[]> ids;
+    std::unique_ptr<std::atomic<uint64_t>[]> sends;  // the Send call that queued each slot
+    int64_t mask = 0;
+    alignas(64) std::atomic<int64_t> head{0};
+    alignas(64) std::atomic<int64_t> tail{0};
+  };
+  struct DoneRun {
+    std::atomic<int64_t> seq{0};
+    std::atomic<int64_t> length{0};
+  };
   int64_t batch_size_;
   int64_t action_row_bytes_ = 0;
   std::vector<std::thread> async_threads_;
-  int num_async_threads_ = 1;
-  std::mutex job_mu_;
-  std::condition_variable job_cv_;
-  std::vector<int64_t> job_ring_;
-  size_t job_head_ = 0, job_count_ = 0;
-  bool async_stop_ = false;
-  std::mutex done_mu_;
-  std::condition_variable done_cv_;
-  std::vector<int64_t> done_ring_;
-  size_t done_head_ = 0, done_count_ = 0;
-  bool drain_waiting_ = false;  // DrainAsync waits for every env, not batch_size
+  int num_async_threads_ = 0;
+  int64_t ring_mask_ = 0;                 // the done ring's
+  std::unique_ptr<JobRing[]> job_rings_;  // the caller's, then one per async thread
+  int num_job_rings_ = 0;
+  std::vector<int64_t> send_counts_;  // per job ring, while Send queues
+  uint64_t send_count_ = 0;           // Send calls so far (caller only)
+  std::unique_ptr<std::atomic<int64_t>[]> done_ids_;
+  std::unique_ptr<DoneRun[]> done_runs_;
+  alignas(64) std::atomic<uint32_t> job_signal_{0};  // futex word: bumped by Send and StopAsync
+  std::atomic<uint32_t> job_sleepers_{0};            // async threads asleep on job_signal_
+  std::atomic<bool> async_stop_{false};
+  std::atomic<double> seconds_per_env_{0.0};  // running estimate of one env step, sizes claims
+  std::atomic<uint32_t> async_active_{0};     // futex word: async threads 0..n-1 take jobs
+  double last_recv_ = 0.0;                    // when the last Recv returned; 0: none since reset
+  alignas(64) std::atomic<int64_t> done_reserved_{0};
+  std::atomic<uint32_t> done_published_{0};  // futex word: envs published as done (mod 2^32)
+  alignas(64) std::atomic<uint32_t> recv_asleep_{0};
+  std::atomic<uint32_t> recv_wanted_{0};  // done_published_ value Recv sleeps for
+  int64_t done_head_ = 0;                 // the next done position Recv reads (caller only)
+  int64_t done_checked_ = 0;              // positions below it are known published (caller only)
   std::vector<uint8_t> in_flight_;
   int64_t num_in_flight_ = 0;
+  std::vector<int64_t> help_ids_;  // the caller's claimed job ids while it helps
   std::vector<uint8_t> stage_actions_, stage_obs_, stage_terminated_, stage_truncated_;
   std::vector<float> stage_reward_;
   std::vector<fb_error> env_errors_;

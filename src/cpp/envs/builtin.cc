@@ -12,10 +12,11 @@ namespace fastbatch::envs {
 
 const std::vector<const fb_env_api*>& BuiltinEnvs() {
   static const std::vector<const fb_env_api*> envs = {
-      EnvApi<CartPole>(),      EnvApi<Pendulum>(),
-      EnvApi<MountainCar>(),   EnvApi<MountainCarContinuous>(),
-      EnvApi<Acrobot>(),       EnvApi<TestCounter>(),
-      EnvApi<CartPoleNoVel>(), EnvApi<PendulumNoVel>(),
+      EnvApi<CartPole>(),         EnvApi<Pendulum>(),
+      EnvApi<MountainCar>(),      EnvApi<MountainCarContinuous>(),
+      EnvApi<Acrobot>(),          EnvApi<TestCounter>(),
+      EnvApi<CartPoleNoVel>(),    EnvApi<PendulumNoVel>(),
+      EnvApi<TestVariableCost>(),
   };
   return envs;
 }

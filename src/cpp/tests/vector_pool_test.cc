@@ -308,7 +308,7 @@ template <typename Env>
 void CheckThreadsAgree(const char* name) {
   for (AutoresetMode mode : {AutoresetMode::kNextStep, AutoresetMode::kSameStep}) {
     const std::vector<uint8_t> one = Trace<Env>(1, mode, 37, 450);
-    for (int threads : {2, 3, 5}) {
+    for (int threads : {2, 3, 7}) {
       FB_CHECK_MSG(Trace<Env>(threads, mode, 37, 450) == one,
                    std::string(name) + " with " + std::to_string(threads) + " threads, mode " +
                        std::to_string(static_cast<int>(mode)));

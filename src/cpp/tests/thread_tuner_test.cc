@@ -1,0 +1,105 @@
+// ThreadTuner against step-time models: it settles on the fastest count, comes back when the
+// machine changes, probes rarely once settled, and never leaves [1, max_threads].
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "check.h"
+#include "core/worker_pool.h"
+
+namespace fastbatch {
+namespace {
+
+// Feeds `steps` batch steps whose duration is model(threads); returns how many ran with a
+// count other than the one chosen at the end.
+int64_t Drive(ThreadTuner* tuner, const std::function<double(int)>& model, int64_t steps) {
+  int64_t off = 0;
+  for (int64_t s = 0; s < steps; ++s) {
+    const int threads = tuner->threads();
+    FB_CHECK(threads >= 1);
+    tuner->Record(model(threads));
+    off += threads != tuner->chosen();
+  }
+  return off;
+}
+
+FB_TEST(OneThreadNeverProbes) {
+  ThreadTuner tuner(1);
+  Drive(&tuner, [](int) { return 1e-3; }, 10000);
+  FB_CHECK_EQ(tuner.chosen(), 1);
+  FB_CHECK_EQ(tuner.threads(), 1);
+}
+
+FB_TEST(StaysWithAllThreadsWhenMoreIsFaster) {
+  ThreadTuner tuner(2);
+  FB_CHECK_EQ(tuner.chosen(), 2);
+  Drive(&tuner, [](int t) { return 100e-6 / t; }, 100000);
+  FB_CHECK_EQ(tuner.chosen(), 2);
+}
+
+FB_TEST(DropsToOneThreadWhenASecondIsSlowerAndComesBackLater) {
+  ThreadTuner tuner(2);
+  // One core busy: two threads stall now and then, 4x slower on average.
+  Drive(&tuner, [](int t) { return t == 1 ? 100e-6 : 400e-6; }, 2000);
+  FB_CHECK_EQ(tuner.chosen(), 1);
+  // Settled: probes take a small share of the steps (1 s intervals, 10 ms probes).
+  const int64_t probing = Drive(&tuner, [](int t) { return t == 1 ? 100e-6 : 400e-6; }, 200000);
+  FB_CHECK_MSG(probing * 100 < 200000 * 2, std::to_string(probing) + " probe steps");
+  FB_CHECK_EQ(tuner.chosen(), 1);
+  // The machine is idle again: within a few probe intervals the tuner is back on two threads.
+  Drive(&tuner, [](int t) { return 100e-6 / t; }, 30000);
+  FB_CHECK_EQ(tuner.chosen(), 2);
+}
+
+FB_TEST(ReactsWithinAFewBlocksWhenTheMachineGetsBusy) {
+  ThreadTuner tuner(2);
+  Drive(&tuner, [](int t) { return 100e-6 / t; }, 100000);  // settled: probes 1 s apart
+  FB_CHECK_EQ(tuner.chosen(), 2);
+  double elapsed = 0.0;
+  while (tuner.chosen() != 1 && elapsed < 10.0) {
+    const double seconds = tuner.threads() == 1 ? 100e-6 : 400e-6;
+    tuner.Record(seconds);
+    elapsed += seconds;
+  }
+  // Two slow blocks start a probe at once: the block in progress, two slow ones and the probe
+  // (10 ms each), not a 1 s interval.
+  FB_CHECK_MSG(elapsed <= 0.045, std::to_string(elapsed) + " s");
+}
+
+FB_TEST(OneSlowBlockAloneIsNoise) {
+  ThreadTuner tuner(2);
+  Drive(&tuner, [](int t) { return 100e-6 / t; }, 100000);
+  // Every fourth block is twice as slow (noise from other processes): two threads stay.
+  int64_t step = 0;
+  for (double elapsed = 0.0; elapsed < 2.0; ++step) {
+    const double base = tuner.threads() == 1 ? 100e-6 : 50e-6;
+    const double seconds = (step / 200) % 4 == 3 ? 2 * base : base;
+    tuner.Record(seconds);
+    elapsed += seconds;
+  }
+  FB_CHECK_EQ(tuner.chosen(), 2);
+}
+
+FB_TEST(HillClimbsToTheBestOfManyCounts) {
+  ThreadTuner tuner(8);
+  auto model = [](int t) { return 1e-4 * (1.0 / t + 0.02 * t * t); };  // fastest at 3
+  Drive(&tuner, model, 400000);
+  FB_CHECK_EQ(tuner.chosen(), 3);
+}
+
+FB_TEST(ProbesStayWithinRange) {
+  for (int max_threads : {2, 3, 5}) {
+    ThreadTuner tuner(max_threads);
+    int64_t step = 0;
+    for (; step < 50000; ++step) {
+      const int t = tuner.threads();
+      FB_CHECK_MSG(t >= 1 && t <= max_threads, std::to_string(t));
+      tuner.Record(step % 7 == 0 ? 3e-4 : 1e-4);  // noise, no real preference
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fastbatch
+
+FB_TEST_MAIN()
