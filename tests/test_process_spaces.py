@@ -7,6 +7,9 @@ alignment, copies) and the action checks."""
 
 from __future__ import annotations
 
+import os
+import signal
+
 import numpy as np
 import pytest
 from gymnasium import spaces
@@ -16,6 +19,7 @@ from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
 import fastbatch
 from fastbatch._process_spaces import SpacePlan
+from tests.envs import worker_processes
 from tests.space_envs import PICKLED_SPACES, SHARED_SPACES, IntObsEnv, space_env
 
 ALL_SPACES = SHARED_SPACES + PICKLED_SPACES
@@ -238,4 +242,41 @@ def test_bool_box_actions_are_accepted_and_bad_actions_named():
     env.reset(seed=0)
     with pytest.raises(ValueError, match="actions must hold 3 entries, got 2"):
         env.step(tuple(env.single_action_space.sample() for _ in range(2)))
+    env.close()
+
+
+@pytest.mark.parametrize("space", [SHARED_SPACES[-1], PICKLED_SPACES[1]], ids=str)
+def test_a_restarted_worker_reports_its_fresh_observations_as_final_obs(space):
+    env = _make(
+        space_env(space, length=50), 4, restart=True, autoreset_mode=AutoresetMode.SAME_STEP
+    )
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    env.step(env.action_space.sample())
+    os.kill(worker_processes(env)[1].pid, signal.SIGKILL)
+    obs, _, _, truncated, info = env.step(env.action_space.sample())
+    assert env.restarts == 1
+    np.testing.assert_array_equal(truncated[2:], [True, True])
+    np.testing.assert_array_equal(info["_final_obs"], [False, False, True, True])
+    rows = list(iterate(env.observation_space, obs))
+    for i in (2, 3):
+        assert data_equivalence(info["final_obs"][i], rows[i], exact=True)
+    env.step(env.action_space.sample())
+    env.close()
+
+
+def test_results_larger_than_the_pipe_buffer_come_through():
+    """Each worker sends several MB per step (pickled final observations of two envs): the
+    worker marks its command done before sending, so neither side waits on the other."""
+    big = spaces.Box(0, 255, (700, 700, 3), np.uint8)
+    env = _make(
+        space_env(big, spaces.Discrete(2), length=1),
+        4,
+        in_parent=False,
+        autoreset_mode=AutoresetMode.SAME_STEP,
+    )
+    env.reset(seed=0)
+    for _ in range(3):
+        _, _, _, truncated, info = env.step(np.zeros(4, np.int64))
+        assert truncated.all() and all(f.shape == big.shape for f in info["final_obs"])
     env.close()

@@ -170,8 +170,7 @@ class WorkerSet:
 
     def _spawn(self, w: int) -> None:
         """Starts the worker process of block `w` (see _process_spawn.py)."""
-        if self._registry is None:
-            self._registry = registry_snapshot()
+        self._registry = self._registry or registry_snapshot()
         first, last = self.block_bounds[w], self.block_bounds[w + 1]
         self.processes[w], self.connections[w] = spawn_worker(
             w, first, self.env_fns[first:last], self._memfd, self.mode_code, self._registry
@@ -397,18 +396,15 @@ class WorkerSet:
             v["terminated"][first:last] = False
             v["truncated"][first:last] = True
             v["done"][first:last] = False  # the cut episodes get no statistics
-        final = stepped and same_step
-        entries = [
-            (i, (self.row_obs(i), {}) if final else None, {"worker_restarted": True}) for i in rows
-        ]
+        obs = leaf_views(v, "obs")  # a final observation: the new episode's first, as it is
+        final = (
+            [(self.obs_plan.row(obs, i) if obs else self.obs_values[i], {}) for i in rows]
+            if stepped and same_step
+            else [None] * len(rows)
+        )
+        entries = [(i, f, {"worker_restarted": True}) for i, f in zip(rows, final, strict=True)]
         restarted = block_info(entries, first, len(rows))
         return merge_block_info(block or {}, restarted, 0, len(rows))
-
-    def row_obs(self, i: int) -> Any:
-        """Env `i`'s latest observation (a copy of its shared rows, or its pickled value)."""
-        if self.obs_plan.shared:
-            return self.obs_plan.row(leaf_views(self.views, "obs"), i)
-        return self.obs_values[i]
 
     # ------------------------------------------------------------------ close
     def close(self) -> None:

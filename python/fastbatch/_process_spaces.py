@@ -173,8 +173,9 @@ class SpacePlan:
         return self.assemble(leaves), leaves
 
     def row(self, leaves: list, i: int) -> Any:
-        """Copies of row `i` of every leaf, as one env's value (an array leaf gives an array)."""
-        return self.assemble([np.array(leaf[i]) for leaf in leaves])
+        """Copies of row `i` of every leaf as one env's value, as gymnasium's ``iterate`` gives
+        it (a numpy scalar for a scalar leaf)."""
+        return self.assemble([leaf[i].copy() for leaf in leaves])
 
     def write_rows(self, leaves: list, values: list, out: Any = None) -> None:
         """Writes one value per row into the rows `leaves` (`out`: their structure, if built)."""
