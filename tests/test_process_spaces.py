@@ -52,13 +52,13 @@ def test_each_space_takes_the_path_gymnasium_would():
     """Array spaces (and Dict/Tuple of them) get shared leaves, as AsyncVectorEnv's shared
     memory holds them; the rest is pickled, as AsyncVectorEnv(shared_memory=False) sends it."""
     for space in SHARED_SPACES:
-        plan = SpacePlan(space, 3)
+        plan = SpacePlan(space)
         assert plan.shared and plan.leaves, space
         empty = create_empty_array(space, 3)
         leaves = [np.zeros((3, *shape), dtype) for shape, dtype in plan.leaves]
         assert data_equivalence(plan.assemble(leaves), empty, exact=True)
     for space in PICKLED_SPACES:
-        plan = SpacePlan(space, 3)
+        plan = SpacePlan(space)
         assert not plan.shared and not plan.leaves, space
 
 

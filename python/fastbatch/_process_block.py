@@ -38,7 +38,7 @@ class Block:
         self.ep_length = [0] * n
         self.ep_start = [0.0] * n
         obs_space, act_space = env_spaces(envs[0])
-        self.obs_plan, self.act_plan = SpacePlan(obs_space, n), SpacePlan(act_space, n)
+        self.obs_plan, self.act_plan = SpacePlan(obs_space), SpacePlan(act_space)
         # This block's rows of the shared leaves, and the structure they make up.
         self.obs_leaves = [leaf[first:last] for leaf in leaf_views(views, "obs")]
         self.obs_out = self.obs_plan.assemble(self.obs_leaves) if self.obs_plan.shared else None

@@ -145,7 +145,7 @@ class WorkerSet:
             if not message[2] or message[1] != spaces:
                 raise ValueError(f"the envs of worker {w} do not all share the first env's spaces")
         self.spaces, self.about = spaces, messages[0][3]
-        self.obs_plan = SpacePlan(spaces[0], len(self.env_fns))
+        self.obs_plan = SpacePlan(spaces[0])
         layout = layout_for(*spaces)
         self._layout = layout
         os.ftruncate(self._memfd, layout.size())

@@ -16,6 +16,7 @@ both sides. Actions are checked once, in the caller, before anything is written.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -142,20 +143,25 @@ class SpacePlan:
     """How values of one single-env `space` travel: through shared leaves or pickled.
 
     ``shared``: whether the space has leaves in the shared memory. ``leaves``: (per-env shape,
-    dtype) of each leaf. ``batched``: ``batch_space(space, num_envs)``. ``flat``: the space is
+    dtype) of each leaf. ``flat``: the space is
     one array space (Box, Discrete, MultiDiscrete or MultiBinary): its single leaf is written
     and read row by row, without gymnasium's per-structure helpers (the fast path).
     """
 
-    def __init__(self, space: spaces.Space, num_envs: int) -> None:
+    def __init__(self, space: spaces.Space) -> None:
         self.space = space
-        self.batched = batch_space(space, num_envs)
         self.shared = is_shared(space)
         self.flat = isinstance(space, ARRAY_SPACES)
         leaf_spaces = _leaf_spaces(space) if self.shared else []
         self.leaves = [(tuple(s.shape), np.dtype(s.dtype).str) for s in leaf_spaces]
         self._leaf_spaces = leaf_spaces
         self._checkers: list | None = None  # built on first use (the caller checks actions)
+
+    @functools.cached_property
+    def _batched(self) -> spaces.Space:
+        """A batched space for gymnasium's ``iterate``, which reads its structure, not its size
+        (so one row is enough, and an image space costs no per-env bounds)."""
+        return batch_space(self.space, 1)
 
     # ------------------------------------------------------------------ structures
     def assemble(self, leaves: list) -> Any:
@@ -194,7 +200,7 @@ class SpacePlan:
         messages), checked: one contiguous array per leaf, or (pickled) one value per env.
         TypeError/ValueError name the expected form and, for a nested space, the leaf."""
         if not self.shared:
-            values = list(iterate(self.batched, actions))
+            values = list(iterate(self._batched, actions))
             if len(values) != rows:
                 raise ValueError(f"actions must hold {rows} entries, got {len(values)}")
             return values
@@ -219,4 +225,4 @@ class SpacePlan:
             if isinstance(self.space, spaces.Discrete):
                 return leaves[0].tolist()
             return list(leaves[0].copy())
-        return list(iterate(self.batched, self.assemble([leaf.copy() for leaf in leaves])))
+        return list(iterate(self._batched, self.assemble([leaf.copy() for leaf in leaves])))

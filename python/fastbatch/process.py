@@ -157,19 +157,18 @@ class ProcessVectorEnv(BatchVectorEnv):
         self._pending_seeds = pending_seeds  # make(seed=...): applied by the first reset()
         self._in_flight: list[int] = []  # async: workers sent and not yet received
         self._idle_workers = list(range(workers))  # async: workers a send() without ids steps
-        self._reader = ResultReader(self._workers, self._obs_plan, stats_key)
+        self._reader = ResultReader(self._workers, self._workers.obs_plan, stats_key)
         self._every = list(range(workers))
         self._act_leaves = leaf_views(self._workers.views, "actions")
 
     def _layout(self, obs_space, act_space) -> Layout:
-        """The shared layout for these spaces (see _process_spaces.py)."""
-        num_envs = len(self._workers.env_fns)
-        self._obs_plan = SpacePlan(obs_space, num_envs)
-        self._act_plan = SpacePlan(act_space, num_envs)
+        """The shared layout for these spaces (see _process_spaces.py; the worker set holds the
+        observation plan)."""
+        self._act_plan = SpacePlan(act_space)
         return Layout(
-            num_envs=num_envs,
+            num_envs=len(self._workers.env_fns),
             num_workers=self._workers.num_workers,
-            obs_leaves=tuple(self._obs_plan.leaves),
+            obs_leaves=tuple(self._workers.obs_plan.leaves),
             act_leaves=tuple(self._act_plan.leaves),
         )
 
