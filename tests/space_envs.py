@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import threading
 import warnings
 from typing import ClassVar
 
@@ -83,6 +84,7 @@ class SpaceEnv(gymnasium.Env):
         self.render_mode = render_mode
         self.t = 0
         self.label = "space-env"
+        self.lock = threading.Lock()  # an attribute that does not pickle
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)

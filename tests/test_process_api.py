@@ -82,6 +82,8 @@ def test_a_failing_call_raises_the_envs_error_here_and_the_env_goes_on(in_parent
     assert caught.value.env_index == 0
     with pytest.raises(TypeError, match=r"(?s)env 0:.*scaled\(\) missing 1 required positional"):
         env.get_attr("scaled")  # gymnasium's get_attr calls a method, here without its argument
+    with pytest.raises(TypeError, match=r"(?s)env [01]: the call raised.*pickle.*lock"):
+        env.get_attr("lock")  # a result that cannot travel (nor be copied) is the call's error
     with pytest.raises(ValueError, match=r"call\('step'\) would bypass the vector env"):
         env.call("step", 0)
     with pytest.raises(TypeError, match="an attribute name must be a str"):

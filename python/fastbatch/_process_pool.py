@@ -207,8 +207,8 @@ class WorkerSet:
         if self.local_block is not None and 0 in workers:
             block, calls = self.local_block, None
             try:
-                if op == _shm.OP_CALL:
-                    entries, ended, calls = [], 0, block.call(*arguments[0])
+                if op == _shm.OP_CALL:  # copies, as the workers' results are (pickled)
+                    entries, ended, calls = [], 0, copy.deepcopy(block.call(*arguments[0]))
                 elif op == _shm.OP_STEP:
                     entries, ended = block.step(None if arguments is None else arguments[0])
                 else:

@@ -191,8 +191,8 @@ class ProcessVectorEnv(BatchVectorEnv):
     # ------------------------------------------------------------------ calls on the envs
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Calls method `name` of every env (found through its wrappers, as gymnasium's vector
-        envs find it) with `args` and `kwargs`; returns the results in env order. An attribute
-        that is not callable is returned as it is. An error is raised here as the env's own
+        envs find it) with `args` and `kwargs`; returns the results in env order, as copies (as
+        ``AsyncVectorEnv`` returns them). An attribute that is not callable is returned as it is. An error is raised here as the env's own
         exception type when it can be rebuilt (else EnvError), with the worker's traceback and
         ``env_index``. Not while steps are in flight (async mode): recv() them first."""
         if name in _NOT_CALLABLE:
@@ -227,7 +227,7 @@ class ProcessVectorEnv(BatchVectorEnv):
 
     @property
     def np_random(self) -> tuple[np.random.Generator, ...]:
-        """Copies of each env's ``np_random`` generator, in env order (the envs keep theirs)."""
+        """Copies of each env's ``np_random`` generator, in env order."""
         return self.get_attr("np_random")
 
     def _call_envs(self, name: Any, values: list | None, args: tuple, kwargs: dict) -> tuple:
