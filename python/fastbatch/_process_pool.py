@@ -26,6 +26,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+import cloudpickle
+
 from fastbatch import _core, _shm
 from fastbatch._args import NEXT_STEP, SAME_STEP
 from fastbatch._infos import block_info, merge_block_info
@@ -39,7 +41,6 @@ from fastbatch._shm import (
     error_message,
     leaf_views,
     recv_message,
-    send_message,
 )
 from fastbatch.errors import WorkerDiedError
 
@@ -188,15 +189,17 @@ class WorkerSet:
     # ------------------------------------------------------------------ commands
     def dispatch(self, op: int, workers: list[int], arguments: dict | None = None) -> None:
         """Sends `op` to the worker processes `workers` (no wait), and then on its pipe each
-        worker's argument (`arguments[w]`: a pickled space's actions, a call) if any."""
+        worker's argument (`arguments[w]`: a pickled space's actions, a call) if any. Every
+        argument is pickled first: one that does not pickle raises before any worker is woken."""
         control = self._control
+        pickled = {w: cloudpickle.dumps(arguments[w]) for w in workers} if arguments else {}
         self.uncollected.update(workers)
         for w in workers:
             control[w * WORDS_PER_LINE + _shm.OP] = op
             self._command_seq[w] = (self._command_seq[w] + 1) & 0xFFFFFFFF
             _core._store_word(self._command_address[w], self._command_seq[w])
-            if arguments is not None:
-                send_message(self.connections[w], arguments[w])
+            if w in pickled:
+                self.connections[w].send_bytes(pickled[w])
 
     def run(self, op: int, workers: list[int], arguments: dict | None = None) -> None:
         """Runs `op` (with `arguments`, see `dispatch`) on `workers`: the remote ones in their
@@ -283,7 +286,7 @@ class WorkerSet:
         pickled space's observations go to ``obs_values``, a call's results to ``call_results``.
 
         Infos are merged at each block's rows (``rows`` maps a block's first env to its row in
-        a partial batch; None: the full batch). Raises the first env error (see `_error`)."""
+        a partial batch; None: the full batch). Raises the first env error (`_shm.env_error`)."""
         control = self._control
         infos: dict[str, Any] = {}
         ended, error = 0, None
@@ -294,8 +297,7 @@ class WorkerSet:
                 local_error, block, local_ended, calls = self.local_result
                 ended += local_ended
                 error = error or local_error
-                # Copies, as the workers' pickles are: the env may change what it returned.
-                result = {"call": calls}
+                result = {"call": calls}  # observations are copied, as the workers' pickles are
                 if not self.local_block.obs_plan.shared:
                     result["obs"] = copy.deepcopy(self.local_block.obs_values)
             else:
@@ -315,10 +317,8 @@ class WorkerSet:
                 self.call_results[first:last] = result["call"]
             if w in self.replaced_this_call:
                 block = self._replaced_rows(w, block)
-            if block:
-                infos = merge_block_info(
-                    infos, block, first if rows is None else rows[first], nrows
-                )
+            if block:  # at the block's first row of the batch
+                infos = merge_block_info(infos, block, rows[first] if rows else first, nrows)
         if error is not None:
             raise env_error(*error, call=self.op == _shm.OP_CALL)
         return infos, ended
