@@ -254,6 +254,7 @@ def test_a_restarted_worker_reports_its_fresh_observations_as_final_obs(space):
     env.action_space.seed(0)
     env.step(env.action_space.sample())
     os.kill(worker_processes(env)[1].pid, signal.SIGKILL)
+    worker_processes(env)[1].wait()  # dead before the step: its pipe is broken (pickled actions)
     obs, _, _, truncated, info = env.step(env.action_space.sample())
     assert env.restarts == 1
     np.testing.assert_array_equal(truncated[2:], [True, True])

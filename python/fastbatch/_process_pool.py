@@ -132,9 +132,7 @@ class WorkerSet:
         local_envs = None
         for w in range(self.num_workers):
             if w == 0 and self.in_parent:
-                local_envs = [
-                    fn() for fn in self.env_fns[self.block_bounds[0] : self.block_bounds[1]]
-                ]
+                local_envs = [self.env_fns[i]() for i in self.block(0)]
             else:
                 self._spawn(w)
         messages = [
@@ -147,8 +145,7 @@ class WorkerSet:
                 raise ValueError(f"the envs of worker {w} do not all share the first env's spaces")
         self.spaces, self.about = spaces, messages[0][3]
         self.obs_plan = SpacePlan(spaces[0])
-        layout = layout_for(*spaces)
-        self._layout = layout
+        layout = self._layout = layout_for(*spaces)
         os.ftruncate(self._memfd, layout.size())
         self._memory = mmap.mmap(self._memfd, layout.size())
         self.views = layout.views(self._memory)
@@ -198,8 +195,11 @@ class WorkerSet:
             control[w * WORDS_PER_LINE + _shm.OP] = op
             self._command_seq[w] = (self._command_seq[w] + 1) & 0xFFFFFFFF
             _core._store_word(self._command_address[w], self._command_seq[w])
-            if w in pickled:
-                self.connections[w].send_bytes(pickled[w])
+            try:
+                if w in pickled:
+                    self.connections[w].send_bytes(pickled[w])
+            except OSError:  # a dead worker's broken pipe: waiting for it reports the death
+                pass
 
     def run(self, op: int, workers: list[int], arguments: dict | None = None) -> None:
         """Runs `op` (with `arguments`, see `dispatch`) on `workers`: the remote ones in their
