@@ -17,7 +17,7 @@ both sides. Actions are checked once, in the caller, before anything is written.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -72,7 +72,7 @@ def _leaf_spaces(space: spaces.Space) -> list[spaces.Space]:
 
 
 def _flatten(space: spaces.Space, value: Any, path: str, out: list) -> list:
-    """(path, leaf space, value) of each leaf of a batched `value` shaped like `space`."""
+    """(path, value) of each leaf of a batched `value` shaped like `space`, in leaf order."""
     if isinstance(space, spaces.Dict):
         if not isinstance(value, Mapping):
             raise TypeError(
@@ -92,12 +92,8 @@ def _flatten(space: spaces.Space, value: Any, path: str, out: list) -> list:
         for k, sub in enumerate(space.spaces):
             _flatten(sub, value[k], f"{path}[{k}]", out)
     else:
-        out.append((path, space, value))
+        out.append((path, value))
     return out
-
-
-def _env_of(row: int, env_ids: np.ndarray | None) -> int:
-    return row if env_ids is None else int(env_ids[row])
 
 
 class _IntegerLeaf:
@@ -124,9 +120,9 @@ class _IntegerLeaf:
         outside = (a < self.low) | (a > self.high)
         if outside.any():
             row = int(np.flatnonzero(outside.reshape(rows, -1).any(axis=1))[0])
+            env = row if env_ids is None else int(env_ids[row])
             raise ValueError(
-                f"action {a[row].tolist()} for env {_env_of(row, env_ids)} is outside the "
-                f"{self.name} space"
+                f"action {a[row].tolist()} for env {env} is outside the {self.name} space"
             )
         return np.ascontiguousarray(a, dtype=self.dtype)
 
@@ -143,9 +139,9 @@ class SpacePlan:
     """How values of one single-env `space` travel: through shared leaves or pickled.
 
     ``shared``: whether the space has leaves in the shared memory. ``leaves``: (per-env shape,
-    dtype) of each leaf. ``flat``: the space is
-    one array space (Box, Discrete, MultiDiscrete or MultiBinary): its single leaf is written
-    and read row by row, without gymnasium's per-structure helpers (the fast path).
+    dtype) of each leaf. ``flat``: the space is one array space (Box, Discrete, MultiDiscrete or
+    MultiBinary): its single leaf is written and read row by row, without gymnasium's
+    per-structure helpers (the fast path).
     """
 
     def __init__(self, space: spaces.Space) -> None:
@@ -171,12 +167,6 @@ class SpacePlan:
             return leaves[0]
         arrays = iter(leaves)
         return create_empty_array(self.space, 0, fn=lambda shape, dtype: next(arrays))
-
-    def build(self, allocate: Callable[[tuple, np.dtype], np.ndarray], n: int) -> tuple:
-        """(structure, leaves): a batch of `n` rows whose leaf arrays `allocate(shape, dtype)`
-        makes."""
-        leaves = [allocate((n, *shape), np.dtype(dtype)) for shape, dtype in self.leaves]
-        return self.assemble(leaves), leaves
 
     def row(self, leaves: list, i: int) -> Any:
         """Copies of row `i` of every leaf as one env's value, as gymnasium's ``iterate`` gives
@@ -209,7 +199,7 @@ class SpacePlan:
         if self.flat:
             return [self._checkers[0].check(actions, rows, env_ids)]
         checked = []
-        for (path, _, value), checker in zip(
+        for (path, value), checker in zip(
             _flatten(self.space, actions, "actions", []), self._checkers, strict=True
         ):
             try:
