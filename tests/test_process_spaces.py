@@ -281,3 +281,13 @@ def test_results_larger_than_the_pipe_buffer_come_through():
         _, _, _, truncated, info = env.step(np.zeros(4, np.int64))
         assert truncated.all() and all(f.shape == big.shape for f in info["final_obs"])
     env.close()
+
+
+def test_envs_with_different_spaces_are_refused_as_gymnasium_refuses_them():
+    import gymnasium
+
+    factories = [lambda: gymnasium.make("CartPole-v1"), lambda: gymnasium.make("FrozenLake-v1")]
+    with pytest.raises(RuntimeError, match="observation spaces are not equivalent"):
+        SyncVectorEnv(factories)
+    with pytest.raises(RuntimeError, match=r"worker 0 do not all have the first env's spaces"):
+        fastbatch.make(factories, backend="process", num_workers=1)

@@ -28,13 +28,12 @@ from typing import Any
 
 import cloudpickle
 
-from fastbatch import _core, _shm
+from fastbatch import _core, _process_spawn, _shm
 from fastbatch._args import NEXT_STEP, SAME_STEP
 from fastbatch._infos import block_info, merge_block_info
 from fastbatch._process_block import Block
 from fastbatch._process_registry import registry_snapshot
 from fastbatch._process_spaces import SpacePlan
-from fastbatch._process_spawn import exit_description, expect, ready_message, spawn_worker
 from fastbatch._shm import (
     Layout,
     env_error,
@@ -136,14 +135,13 @@ class WorkerSet:
             else:
                 self._spawn(w)
         messages = [
-            ready_message(local_envs) if w == 0 and self.in_parent else self._expect(w, "ready")
+            _process_spawn.ready_message(local_envs)
+            if w == 0 and self.in_parent
+            else self._expect(w, "ready")
             for w in range(self.num_workers)
         ]
-        spaces = messages[0][1]
-        for w, message in enumerate(messages):
-            if not message[2] or message[1] != spaces:
-                raise ValueError(f"the envs of worker {w} do not all share the first env's spaces")
-        self.spaces, self.about = spaces, messages[0][3]
+        spaces = self.spaces = _process_spawn.shared_spaces(messages)
+        self.about = messages[0][3]
         self.obs_plan = SpacePlan(spaces[0])
         layout = self._layout = layout_for(*spaces)
         os.ftruncate(self._memfd, layout.size())
@@ -170,14 +168,16 @@ class WorkerSet:
         """Starts the worker process of block `w` (see _process_spawn.py)."""
         self._registry = self._registry or registry_snapshot()
         first, last = self.block_bounds[w], self.block_bounds[w + 1]
-        self.processes[w], self.connections[w] = spawn_worker(
+        self.processes[w], self.connections[w] = _process_spawn.spawn_worker(
             w, first, self.env_fns[first:last], self._memfd, self.mode_code, self._registry
         )
 
     def _expect(self, w: int, kind: str) -> tuple:
         """The next message of worker `w`, which must be of `kind` (within start_timeout)."""
         connection, process = self.connections[w], self.processes[w]
-        return expect(connection, process, w, kind, self.start_timeout, self.check_alive)
+        return _process_spawn.expect(
+            connection, process, w, kind, self.start_timeout, self.check_alive
+        )
 
     def remote_workers(self) -> list[int]:
         """Blocks stepped by worker processes (all but block 0 with in_parent)."""
@@ -374,10 +374,8 @@ class WorkerSet:
         self.replaced_this_call.add(w)
 
     def _died(self, w: int, code: int, tail: str) -> WorkerDiedError:
-        block = self.block(w)
-        error = WorkerDiedError(
-            f"worker {w} (envs {block[0]}..{block[-1]}) died ({exit_description(code)}){tail}"
-        )
+        block, how = self.block(w), _process_spawn.exit_description(code)
+        error = WorkerDiedError(f"worker {w} (envs {block[0]}..{block[-1]}) died ({how}){tail}")
         error.env_index = block[0]
         return error
 

@@ -24,7 +24,7 @@ from fastbatch._process_spaces import env_spaces
 from fastbatch._shm import recv_message
 from fastbatch.errors import EnvError
 
-__all__ = ["exit_description", "expect", "ready_message", "spawn_worker"]
+__all__ = ["exit_description", "expect", "ready_message", "shared_spaces", "spawn_worker"]
 
 
 def spawn_worker(
@@ -57,6 +57,19 @@ def ready_message(envs: list) -> tuple:
         "render_mode": getattr(envs[0], "render_mode", None),
     }
     return ("ready", spaces[0], all(s == spaces[0] for s in spaces), about)
+
+
+def shared_spaces(messages: list[tuple]) -> tuple:
+    """The (observation, action) spaces of every block's ready message: RuntimeError, as
+    gymnasium's vector envs raise, when an env's differ from the first env's."""
+    spaces = messages[0][1]
+    for w, message in enumerate(messages):
+        if not message[2] or message[1] != spaces:
+            raise RuntimeError(
+                f"the envs of worker {w} do not all have the first env's spaces (observation "
+                f"{spaces[0]}, action {spaces[1]})"
+            )
+    return spaces
 
 
 def expect(

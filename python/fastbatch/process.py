@@ -192,9 +192,10 @@ class ProcessVectorEnv(BatchVectorEnv):
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Calls method `name` of every env (found through its wrappers, as gymnasium's vector
         envs find it) with `args` and `kwargs`; returns the results in env order, as copies (as
-        ``AsyncVectorEnv`` returns them). An attribute that is not callable is returned as it is. An error is raised here as the env's own
-        exception type when it can be rebuilt (else EnvError), with the worker's traceback and
-        ``env_index``. Not while steps are in flight (async mode): recv() them first."""
+        ``AsyncVectorEnv`` returns them). An attribute that is not callable is returned as it
+        is. An error is raised here as the env's own exception type when it can be rebuilt
+        (else EnvError), with the worker's traceback and ``env_index``. Not while steps are in
+        flight (async mode): recv() them first."""
         if name in _NOT_CALLABLE:
             raise ValueError(f"call({name!r}) would bypass the vector env: use {name}() instead")
         return self._call_envs(name, None, args, kwargs)
