@@ -189,17 +189,17 @@ class WorkerSet:
         worker's argument (`arguments[w]`: a pickled space's actions, a call) if any. Every
         argument is pickled first: one that does not pickle raises before any worker is woken."""
         control = self._control
-        pickled = {w: cloudpickle.dumps(arguments[w]) for w in workers} if arguments else {}
+        pickled = {w: cloudpickle.dumps(arguments[w]) for w in workers} if arguments else None
         self.uncollected.update(workers)
         for w in workers:
             control[w * WORDS_PER_LINE + _shm.OP] = op
             self._command_seq[w] = (self._command_seq[w] + 1) & 0xFFFFFFFF
             _core._store_word(self._command_address[w], self._command_seq[w])
-            try:
-                if w in pickled:
+            if pickled is not None:
+                try:
                     self.connections[w].send_bytes(pickled[w])
-            except OSError:  # a dead worker's broken pipe: waiting for it reports the death
-                pass
+                except OSError:  # a dead worker's broken pipe: waiting for it reports the death
+                    pass
 
     def run(self, op: int, workers: list[int], arguments: dict | None = None) -> None:
         """Runs `op` (with `arguments`, see `dispatch`) on `workers`: the remote ones in their
@@ -210,10 +210,10 @@ class WorkerSet:
         if self.local_block is not None and 0 in workers:
             block, calls = self.local_block, None
             try:
-                if op == _shm.OP_CALL:  # copies, as the workers' results are (pickled)
-                    entries, ended, calls = [], 0, copy.deepcopy(block.call(*arguments[0]))
-                elif op == _shm.OP_STEP:
+                if op == _shm.OP_STEP:
                     entries, ended = block.step(None if arguments is None else arguments[0])
+                elif op == _shm.OP_CALL:  # copies, as the workers' results are (pickled)
+                    entries, ended, calls = [], 0, copy.deepcopy(block.call(*arguments[0]))
                 else:
                     entries, ended = block.reset()
                 # Merged now, while the worker processes may still be stepping.
@@ -297,9 +297,11 @@ class WorkerSet:
                 local_error, block, local_ended, calls = self.local_result
                 ended += local_ended
                 error = error or local_error
-                result = {"call": calls}  # observations are copied, as the workers' pickles are
-                if not self.local_block.obs_plan.shared:
-                    result["obs"] = copy.deepcopy(self.local_block.obs_values)
+                result = {}
+                if calls is not None:
+                    self.call_results[first:last] = calls
+                if not self.local_block.obs_plan.shared:  # copied, as the workers' pickles are
+                    self.obs_values[first:last] = copy.deepcopy(self.local_block.obs_values)
             else:
                 message = self._read(w)
                 result = message[1] if message is not None and message[0] == "result" else {}
@@ -311,10 +313,11 @@ class WorkerSet:
                     block = _shm.decode_info(self.views["info_area"][w])
                 else:
                     block = result.get("info")
-            if result.get("obs") is not None:
-                self.obs_values[first:last] = result["obs"]
-            if result.get("call") is not None:
-                self.call_results[first:last] = result["call"]
+            if result:  # a worker's pickled observations or call results
+                if result.get("obs") is not None:
+                    self.obs_values[first:last] = result["obs"]
+                if result.get("call") is not None:
+                    self.call_results[first:last] = result["call"]
             if w in self.replaced_this_call:
                 block = self._replaced_rows(w, block)
             if block:  # at the block's first row of the batch

@@ -66,9 +66,11 @@ class ResultReader:
             if isinstance(rows, slice)
             else tuple(aligned_copy(v[name][rows]) for name in self._fields)
         )
-        *leaves, reward, terminated, truncated = arrays
-        if self._plan.shared:
-            obs = self._plan.assemble(leaves)
+        reward, terminated, truncated = arrays[-3:]
+        if self._plan.flat:
+            obs = arrays[0]
+        elif self._plan.shared:
+            obs = self._plan.assemble(list(arrays[:-3]))
         else:
             values = self._workers.obs_values
             obs = self._plan.batch(values if isinstance(rows, slice) else [values[i] for i in rows])

@@ -359,10 +359,7 @@ class ProcessVectorEnv(BatchVectorEnv):
             actions = self._act_plan.check(actions, self.num_envs)
         if self._act_plan.shared:
             for leaf, checked in zip(self._act_leaves, actions, strict=True):
-                if ids is None:
-                    leaf[...] = checked
-                else:
-                    leaf[ids] = checked
+                leaf[... if ids is None else ids] = checked
             return None
         by_env = dict(
             zip(range(self.num_envs) if ids is None else ids.tolist(), actions, strict=True)
