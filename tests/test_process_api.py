@@ -183,15 +183,17 @@ def test_ids_registered_at_run_time_work_in_the_workers(registered):
 
 
 def test_ids_of_a_package_that_registers_on_import_work_in_the_workers(capfd):
-    import tests.fake_env_package  # noqa: F401 - registers the FakeNS namespace, here only
+    from tests.fake_env_package import make_space_env  # registers the FakeNS namespace
 
     by_id = _make("FakeNS/Space-v0", 2, in_parent=False)
     factories = [functools.partial(gymnasium.make, "FakeNS/Space-v0")] * 2
     by_factory = fastbatch.make(factories, backend="process", num_workers=2, in_parent=False)
+    importing = fastbatch.make([make_space_env] * 2, backend="process", in_parent=False)
     ref = SyncVectorEnv(factories)
-    for env in (by_id, by_factory):
+    for env in (by_id, by_factory, importing):
         assert data_equivalence(env.reset(seed=1)[0], ref.reset(seed=1)[0], exact=True)
         assert env.get_attr("spec")[0].id == "FakeNS/Space-v0"
+        np.testing.assert_array_equal(env.get_attr("marker")[1], [0, 1, 2])
         env.close()
     # Importing the package in the worker re-registers its ids; that warning is silenced there.
     assert "Overriding environment" not in capfd.readouterr().err

@@ -45,7 +45,11 @@ def install_registry(snapshot: list[bytes]) -> None:
             spec = cloudpickle.loads(blob)
         except Exception:  # skipped (see the docstring)
             continue
-        if registry.get(spec.id) != spec:
+        try:
+            same = registry.get(spec.id) == spec
+        except Exception:  # kwargs holding arrays, whose == does not give a bool
+            same = False
+        if not same:
             registry[spec.id] = spec
 
 
