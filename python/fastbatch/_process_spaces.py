@@ -148,6 +148,7 @@ class SpacePlan:
         self.space = space
         self.shared = is_shared(space)
         self.flat = isinstance(space, ARRAY_SPACES)
+        self.discrete = isinstance(space, spaces.Discrete)
         leaf_spaces = _leaf_spaces(space) if self.shared else []
         self.leaves = [(tuple(s.shape), np.dtype(s.dtype).str) for s in leaf_spaces]
         self._leaf_spaces = leaf_spaces
@@ -212,7 +213,5 @@ class SpacePlan:
         """One value per row of the shared `leaves` (block rows): what each env's ``step`` gets.
         Discrete gives Python ints; other spaces copies, so an env may keep its action."""
         if self.flat:
-            if isinstance(self.space, spaces.Discrete):
-                return leaves[0].tolist()
-            return list(leaves[0].copy())
+            return leaves[0].tolist() if self.discrete else list(leaves[0].copy())
         return list(iterate(self._batched, self.assemble([leaf.copy() for leaf in leaves])))
