@@ -108,7 +108,7 @@ def test_block_info_fast_path_equals_entry_by_entry(rows_and_types, first):
     expected: dict = {}
     for i, _, info in entries:
         expected = add_info(expected, info, i - first, rows)
-    got = block_info(entries, None, first, rows)
+    got = block_info(entries, first, rows)
     assert got.keys() == expected.keys()
     for key in expected:
         np.testing.assert_array_equal(got[key], expected[key])

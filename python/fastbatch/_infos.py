@@ -84,19 +84,20 @@ def add_info(infos: dict[str, Any], info: dict[str, Any], row: int, rows: int) -
     return infos
 
 
-def block_info(entries, views, first: int, rows: int) -> dict[str, Any]:
+def block_info(entries, first: int, rows: int) -> dict[str, Any]:
     """The infos of one block of envs [first, first + rows) in gymnasium's vector layout.
 
-    `entries` holds (env index, final info or None, info) for envs with something to say; a final
-    info also brings the env's row of ``views["final_obs"]``."""
+    `entries` holds (env index, final or None, info) for envs with something to say; a final is
+    (final observation, final info): the env's own objects, as ``SyncVectorEnv`` keeps them."""
     fast = _uniform_scalar_info(entries, first, rows)
     if fast is not None:
         return fast
     infos: dict[str, Any] = {}
-    for i, final_info, info in entries:
-        if final_info is not None:
-            final = {"final_obs": views["final_obs"][i].copy(), "final_info": final_info}
-            infos = add_info(infos, final, i - first, rows)
+    for i, final, info in entries:
+        if final is not None:
+            infos = add_info(
+                infos, {"final_obs": final[0], "final_info": final[1]}, i - first, rows
+            )
         infos = add_info(infos, info, i - first, rows)
     return infos
 
@@ -126,8 +127,8 @@ def _uniform_scalar_info(entries, first: int, rows: int) -> dict[str, Any] | Non
         not isinstance(k, str) or k.startswith("_") for k in keys
     ):  # "_x": a mask?
         return None
-    for _, final_info, info in entries:
-        if final_info is not None or info.keys() != keys:
+    for _, final, info in entries:
+        if final is not None or info.keys() != keys:
             return None
     columns = {key: [info[key] for _, _, info in entries] for key in keys}
     if not all(_all_scalars(column) for column in columns.values()):

@@ -2,40 +2,22 @@
 backend steps (and the caller itself, for block 0 with ``in_parent``).
 
 The block reads its actions from, and writes its results into, its rows of the shared arrays
-(see _shm.py); infos and errors go back to the caller through return values.
+(see _shm.py). Values of a pickled space (see _process_spaces.py) are taken as an argument
+(actions) and kept in ``obs_values`` (observations) for the worker to send; infos and errors go
+back to the caller through return values.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 
 from fastbatch._args import NEXT_STEP, SAME_STEP
+from fastbatch._process_spaces import SpacePlan, env_spaces
+from fastbatch._shm import leaf_views
 
-__all__ = ["Block", "env_spaces", "to_gymnasium_space"]
-
-
-def to_gymnasium_space(space: Any):
-    """A gymnasium space for `space`, converting legacy `gym` spaces (Box and Discrete)."""
-    import gymnasium
-
-    if isinstance(space, gymnasium.spaces.Space):
-        return space
-    kind = type(space).__name__
-    if kind == "Discrete":
-        return gymnasium.spaces.Discrete(int(space.n), start=int(getattr(space, "start", 0)))
-    if kind == "Box":
-        return gymnasium.spaces.Box(
-            low=np.asarray(space.low), high=np.asarray(space.high), dtype=np.dtype(space.dtype)
-        )
-    raise TypeError(f"unsupported space {space!r}: the process backend handles Box and Discrete")
-
-
-def env_spaces(env: Any) -> tuple:
-    """(observation space, action space) of `env` as gymnasium spaces."""
-    return to_gymnasium_space(env.observation_space), to_gymnasium_space(env.action_space)
+__all__ = ["Block"]
 
 
 class Block:
@@ -50,11 +32,18 @@ class Block:
         self.mode = mode
         self.v = views
         n = len(envs)
+        last = first + n
         self.needs_reset = [False] * n
         self.ep_return = [0.0] * n
         self.ep_length = [0] * n
         self.ep_start = [0.0] * n
-        self.discrete = views["actions"].ndim == 1
+        obs_space, act_space = env_spaces(envs[0])
+        self.obs_plan, self.act_plan = SpacePlan(obs_space), SpacePlan(act_space)
+        # This block's rows of the shared leaves, and the structure they make up.
+        self.obs_leaves = [leaf[first:last] for leaf in leaf_views(views, "obs")]
+        self.obs_out = self.obs_plan.assemble(self.obs_leaves) if self.obs_plan.shared else None
+        self.act_leaves = [leaf[first:last] for leaf in leaf_views(views, "actions")]
+        self.obs_values: list = [None] * n  # a pickled space's latest observations
         self.current = 0  # the env being worked on (names the env in error reports)
         self._done_rows_set = False  # whether this block's rows of views["done"] hold a True
 
@@ -63,6 +52,27 @@ class Block:
         self.ep_return[k] = 0.0
         self.ep_length[k] = 0
         self.ep_start[k] = time.perf_counter()
+
+    def call(self, name: str, values: list | None, args: tuple, kwargs: dict) -> list:
+        """gymnasium's ``call``/``get_attr``/``set_attr`` on every env of the block, through its
+        wrappers (``get_wrapper_attr``/``set_wrapper_attr``): with `values` (one per env), sets
+        attribute `name`; otherwise calls it with `args`/`kwargs` if it is callable, else reads
+        it. Returns one result per env (None for a set)."""
+        results = []
+        for k, env in enumerate(self.envs):
+            self.current = k
+            if values is not None:
+                setter = getattr(env, "set_wrapper_attr", None)
+                if setter is None:  # a legacy gym env
+                    setattr(env, name, values[k])
+                else:
+                    setter(name, values[k])
+                results.append(None)
+                continue
+            getter = getattr(env, "get_wrapper_attr", None)
+            attr = getattr(env, name) if getter is None else getter(name)
+            results.append(attr(*args, **kwargs) if callable(attr) else attr)
+        return results
 
     def reset(self, pending_autoreset: bool = False) -> tuple[list, int]:
         """Resets the envs of the block that views["reset_mask"] selects. With
@@ -75,22 +85,26 @@ class Block:
                 continue
             seed = int(v["seeds"][i]) if v["seed_set"][i] else None
             obs, info = env.reset(seed=seed)
-            v["obs"][i] = obs
+            if self.obs_plan.shared:
+                self.obs_plan.write_rows([leaf[k : k + 1] for leaf in self.obs_leaves], [obs])
+            else:
+                self.obs_values[k] = obs
             self._start(k)
             self.needs_reset[k] = pending_autoreset
             if info:
                 infos.append((i, None, info))
         return infos, 0
 
-    def step(self) -> tuple[list, int]:
-        """Steps (or autoresets) every env of the block. Per-env results are gathered in Python
-        lists and written to the shared rows once per block: one numpy call per array rather
-        than several per env."""
+    def step(self, actions: list | None = None) -> tuple[list, int]:
+        """Steps (or autoresets) every env of the block, with `actions` (one per env) for a
+        pickled action space, else the block's rows of the shared action leaves. Per-env results
+        are gathered in Python lists and written to the shared rows once per block: one numpy
+        call per array rather than several per env. Infos are returned as (env index, final or
+        None, info) entries; a final is (final observation, final info), SAME_STEP mode."""
         v, infos, ended = self.v, [], 0
         first, last = self.first, self.first + len(self.envs)
-        actions = (
-            v["actions"][first:last].tolist() if self.discrete else v["actions"][first:last].copy()
-        )
+        if self.act_plan.shared:
+            actions = self.act_plan.unbatch(self.act_leaves)
         needs_reset, ep_return, ep_length = self.needs_reset, self.ep_return, self.ep_length
         next_step, same_step = self.mode == NEXT_STEP, self.mode == SAME_STEP
         obs_rows, rewards, terms, truncs = [], [], [], []
@@ -110,7 +124,7 @@ class Block:
             obs, reward, terminated, truncated, info = env.step(actions[k])
             ep_return[k] += float(reward)
             ep_length[k] += 1
-            final_info = None
+            final = None
             if terminated or truncated:
                 i = first + k
                 ended += 1
@@ -120,9 +134,8 @@ class Block:
                 v["ep_return"][i] = ep_return[k]
                 v["ep_length"][i] = ep_length[k]
                 v["ep_time"][i] = time.perf_counter() - self.ep_start[k]
-                if same_step:
-                    v["final_obs"][i] = obs
-                    final_info = info
+                if same_step:  # an array is copied: the env may reuse it for the next episode
+                    final = (obs.copy() if isinstance(obs, np.ndarray) else obs, info)
                     obs, info = env.reset()
                     self._start(k)
                 else:
@@ -131,9 +144,12 @@ class Block:
             rewards.append(reward)
             terms.append(terminated)
             truncs.append(truncated)
-            if info or final_info is not None:
-                infos.append((first + k, final_info, info))
-        v["obs"][first:last] = obs_rows
+            if info or final is not None:
+                infos.append((first + k, final, info))
+        if self.obs_plan.shared:
+            self.obs_plan.write_rows(self.obs_leaves, obs_rows, self.obs_out)
+        else:
+            self.obs_values = obs_rows
         v["reward"][first:last] = rewards
         v["terminated"][first:last] = terms
         v["truncated"][first:last] = truncs

@@ -16,27 +16,32 @@ Threading: one thread at a time (the facade's caller).
 
 from __future__ import annotations
 
+import copy
 import enum
 import mmap
 import os
-import socket
 import subprocess
-import sys
 import time
-import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
 import cloudpickle
-import numpy as np
 
-from fastbatch import _core, _shm
+from fastbatch import _core, _process_spawn, _shm
 from fastbatch._args import NEXT_STEP, SAME_STEP
 from fastbatch._infos import block_info, merge_block_info
-from fastbatch._process_block import Block, env_spaces
-from fastbatch._shm import Layout
-from fastbatch.errors import EnvError, WorkerDiedError
+from fastbatch._process_block import Block
+from fastbatch._process_registry import registry_snapshot
+from fastbatch._process_spaces import SpacePlan
+from fastbatch._shm import (
+    Layout,
+    env_error,
+    error_message,
+    leaf_views,
+    recv_message,
+)
+from fastbatch.errors import WorkerDiedError
 
 __all__ = ["SetState", "WorkerSet"]
 
@@ -60,8 +65,10 @@ class WorkerSet:
 
     ``block_bounds[w] : block_bounds[w + 1]`` are the envs of worker ``w``. With ``in_parent``
     block 0 is stepped by this process (``local_block``), the others by worker processes.
-    ``views`` are the shared arrays (see _shm.Layout). ``on_fatal`` is called (to close the
-    owner) before a WorkerDiedError is raised.
+    ``views`` are the shared arrays (see _shm.Layout). ``obs_values`` holds each env's latest
+    observation when the observation space is pickled (see _process_spaces.py); ``about`` the
+    first env's ``metadata`` and ``render_mode``. ``on_fatal`` is called (to close the owner)
+    before a WorkerDiedError is raised.
     """
 
     def __init__(
@@ -93,10 +100,14 @@ class WorkerSet:
         self.processes: list[subprocess.Popen | None] = [None] * num_workers
         self.connections: list[Connection | None] = [None] * num_workers
         self.local_block: Block | None = None
-        self.local_result: tuple = (None, None, 0)  # (error, infos, ended) of local_block
+        self.local_result: tuple = (None, None, 0, None)  # (error, infos, ended, calls)
         self.local_interrupted = False  # a Ctrl-C hit an env of local_block: its state is unknown
-        self.views: dict[str, np.ndarray] = {}
+        self.views: dict = {}
         self.spaces: tuple = ()
+        self.about: dict = {}
+        self.obs_values: list = [None] * n
+        self.call_results: list = [None] * n
+        self._registry: list[bytes] | None = None  # the caller's registry, pickled once
         self._memory: mmap.mmap | None = None
         self._memfd = -1
         self._control: memoryview | None = None
@@ -120,22 +131,19 @@ class WorkerSet:
         local_envs = None
         for w in range(self.num_workers):
             if w == 0 and self.in_parent:
-                local_envs = [
-                    fn() for fn in self.env_fns[self.block_bounds[0] : self.block_bounds[1]]
-                ]
+                local_envs = [self.env_fns[i]() for i in self.block(0)]
             else:
                 self._spawn(w)
         messages = [
-            self._local_ready(local_envs) if w == 0 and self.in_parent else self._expect(w, "ready")
+            _process_spawn.ready_message(local_envs)
+            if w == 0 and self.in_parent
+            else self._expect(w, "ready")
             for w in range(self.num_workers)
         ]
-        spaces = messages[0][1]
-        for w, message in enumerate(messages):
-            if not message[2] or message[1] != spaces:
-                raise ValueError(f"the envs of worker {w} do not all share the first env's spaces")
-        self.spaces = spaces
-        layout = layout_for(*spaces)
-        self._layout = layout
+        spaces = self.spaces = _process_spawn.shared_spaces(messages)
+        self.about = messages[0][3]
+        self.obs_plan = SpacePlan(spaces[0])
+        layout = self._layout = layout_for(*spaces)
         os.ftruncate(self._memfd, layout.size())
         self._memory = mmap.mmap(self._memfd, layout.size())
         self.views = layout.views(self._memory)
@@ -157,76 +165,67 @@ class WorkerSet:
         self.state = SetState.RUNNING
 
     def _spawn(self, w: int) -> None:
-        """Starts the worker process of block `w` and sends it the block's env factories."""
-        parent_end, child_end = socket.socketpair()
+        """Starts the worker process of block `w` (see _process_spawn.py)."""
+        self._registry = self._registry or registry_snapshot()
         first, last = self.block_bounds[w], self.block_bounds[w + 1]
-        args = [child_end.fileno(), self._memfd, w, os.getpid(), first, self.mode_code]
-        self.processes[w] = subprocess.Popen(
-            [sys.executable, "-m", "fastbatch._process_worker", *map(str, args)],
-            pass_fds=(child_end.fileno(), self._memfd),
-            stdin=subprocess.DEVNULL,
+        self.processes[w], self.connections[w] = _process_spawn.spawn_worker(
+            w, first, self.env_fns[first:last], self._memfd, self.mode_code, self._registry
         )
-        child_end.close()
-        self.connections[w] = Connection(parent_end.detach())
-        # The worker imports what the factories need with the caller's sys.path (a factory from
-        # a module beside the caller's script then loads wherever the caller was started).
-        factories = cloudpickle.dumps(self.env_fns[first:last])
-        self.connections[w].send_bytes(cloudpickle.dumps((list(sys.path), factories)))
-
-    def _local_ready(self, envs: list) -> tuple:
-        spaces = [env_spaces(e) for e in envs]
-        return ("ready", spaces[0], all(s == spaces[0] for s in spaces))
 
     def _expect(self, w: int, kind: str) -> tuple:
         """The next message of worker `w`, which must be of `kind` (within start_timeout)."""
-        deadline = time.monotonic() + self.start_timeout
-        connection = self.connections[w]
-        while not connection.poll(0.05):
-            if self.processes[w].poll() is not None and not connection.poll():
-                self.check_alive()
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"worker {w} did not answer within {self.start_timeout:.0f} s")
-        message = connection.recv()
-        if message[0] == "error":
-            raise EnvError(f"env {message[1]} could not be created in worker {w}:\n{message[2]}")
-        if message[0] != kind:
-            raise RuntimeError(f"worker {w} sent {message[0]!r} where {kind!r} was expected")
-        return message
+        connection, process = self.connections[w], self.processes[w]
+        return _process_spawn.expect(
+            connection, process, w, kind, self.start_timeout, self.check_alive
+        )
 
     def remote_workers(self) -> list[int]:
         """Blocks stepped by worker processes (all but block 0 with in_parent)."""
         return [w for w, p in enumerate(self.processes) if p is not None]
 
     # ------------------------------------------------------------------ commands
-    def dispatch(self, op: int, workers: list[int]) -> None:
-        """Sends `op` to the worker processes `workers` (no wait)."""
+    def dispatch(self, op: int, workers: list[int], arguments: dict | None = None) -> None:
+        """Sends `op` to the worker processes `workers` (no wait), and then on its pipe each
+        worker's argument (`arguments[w]`: a pickled space's actions, a call) if any. Every
+        argument is pickled first: one that does not pickle raises before any worker is woken."""
         control = self._control
+        pickled = {w: cloudpickle.dumps(arguments[w]) for w in workers} if arguments else None
         self.uncollected.update(workers)
         for w in workers:
             control[w * WORDS_PER_LINE + _shm.OP] = op
             self._command_seq[w] = (self._command_seq[w] + 1) & 0xFFFFFFFF
             _core._store_word(self._command_address[w], self._command_seq[w])
+            if pickled is not None:
+                try:
+                    self.connections[w].send_bytes(pickled[w])
+                except OSError:  # a dead worker's broken pipe: waiting for it reports the death
+                    pass
 
-    def run(self, op: int, workers: list[int]) -> None:
-        """Runs `op` on `workers`: the remote ones in their processes while this process steps
-        its own block (in_parent), then waits for the remote ones."""
+    def run(self, op: int, workers: list[int], arguments: dict | None = None) -> None:
+        """Runs `op` (with `arguments`, see `dispatch`) on `workers`: the remote ones in their
+        processes while this process steps its own block (in_parent), then waits for them."""
         self.op = op
         remote = [w for w in workers if self.connections[w] is not None]
-        self.dispatch(op, remote)
+        self.dispatch(op, remote, arguments)
         if self.local_block is not None and 0 in workers:
-            block = self.local_block
+            block, calls = self.local_block, None
             try:
-                entries, ended = block.step() if op == _shm.OP_STEP else block.reset()
+                if op == _shm.OP_STEP:
+                    entries, ended = block.step(None if arguments is None else arguments[0])
+                elif op == _shm.OP_CALL:  # copies, as the workers' results are (pickled)
+                    entries, ended, calls = [], 0, copy.deepcopy(block.call(*arguments[0]))
+                else:
+                    entries, ended = block.reset()
                 # Merged now, while the worker processes may still be stepping.
-                infos = (
-                    block_info(entries, self.views, block.first, len(block.envs))
-                    if entries
-                    else None
-                )
-                self.local_result = (None, infos, ended)
+                infos = block_info(entries, block.first, len(block.envs)) if entries else None
+                self.local_result = (None, infos, ended, calls)
             except Exception as exc:  # reported like a worker's error
-                index = block.first + block.current
-                self.local_result = ((index, "".join(traceback.format_exception(exc))), None, 0)
+                self.local_result = (
+                    error_message(block.first + block.current, exc)[1:],
+                    None,
+                    0,
+                    None,
+                )
             except BaseException:
                 self.local_interrupted = True
                 raise
@@ -270,49 +269,61 @@ class WorkerSet:
         """Waits for `workers` and throws their results away."""
         self.wait_for(workers)
         for w in workers:
-            connection = self.connections[w]
-            while connection is not None and connection.poll():
-                connection.recv()
-        self.uncollected.difference_update(workers)
+            self._read(w)
         self.replaced_this_call.difference_update(workers)  # those results are discarded
 
+    def _read(self, w: int) -> tuple | None:
+        """The message remote worker `w` sent for its last command, read once (None: none)."""
+        if w not in self.uncollected:
+            return None
+        self.uncollected.discard(w)
+        if not self._control[w * WORDS_PER_LINE + _shm.PIPED]:
+            return None
+        return recv_message(self.connections[w])
+
     def collect(self, workers: list[int], rows: dict[int, int] | None = None) -> tuple[dict, int]:
-        """Statuses, infos and errors of the finished `workers`: (infos, episodes ended).
+        """Statuses, infos and errors of the finished `workers`: (infos, episodes ended); a
+        pickled space's observations go to ``obs_values``, a call's results to ``call_results``.
 
         Infos are merged at each block's rows (``rows`` maps a block's first env to its row in
-        a partial batch; None: the full batch). Raises the first env error as EnvError."""
+        a partial batch; None: the full batch). Raises the first env error (`_shm.env_error`)."""
         control = self._control
-        self.uncollected.difference_update(workers)
         infos: dict[str, Any] = {}
         ended, error = 0, None
         nrows = len(self.env_fns) if rows is None else len(rows)
         for w in workers:
-            first = self.block_bounds[w]
+            first, last = self.block_bounds[w], self.block_bounds[w + 1]
             if self.connections[w] is None:  # the block this process stepped itself
-                local_error, block, local_ended = self.local_result
+                local_error, block, local_ended, calls = self.local_result
                 ended += local_ended
                 error = error or local_error
+                result = {}
+                if calls is not None:
+                    self.call_results[first:last] = calls
+                if not self.local_block.obs_plan.shared:  # copied, as the workers' pickles are
+                    self.obs_values[first:last] = copy.deepcopy(self.local_block.obs_values)
             else:
+                message = self._read(w)
+                result = message[1] if message is not None and message[0] == "result" else {}
+                if message is not None and message[0] == "error":
+                    error = error or message[1:]
                 line = w * WORDS_PER_LINE
                 ended += control[line + _shm.ENDED]
-                if control[line + _shm.STATUS] == _shm.STATUS_ERROR:
-                    _, index, text = self.connections[w].recv()
-                    error = error or (index, text)
-                where = control[line + _shm.HAS_INFO]
-                if where == _shm.INFO_SHARED:
+                if control[line + _shm.HAS_INFO] == _shm.INFO_SHARED:
                     block = _shm.decode_info(self.views["info_area"][w])
                 else:
-                    block = self.connections[w].recv()[1] if where == _shm.INFO_PIPE else None
+                    block = result.get("info")
+            if result:  # a worker's pickled observations or call results
+                if result.get("obs") is not None:
+                    self.obs_values[first:last] = result["obs"]
+                if result.get("call") is not None:
+                    self.call_results[first:last] = result["call"]
             if w in self.replaced_this_call:
                 block = self._replaced_rows(w, block)
-            if block:
-                infos = merge_block_info(
-                    infos, block, first if rows is None else rows[first], nrows
-                )
+            if block:  # at the block's first row of the batch
+                infos = merge_block_info(infos, block, rows[first] if rows else first, nrows)
         if error is not None:
-            exc = EnvError(f"env {error[0]}: the env raised in its worker process:\n{error[1]}")
-            exc.env_index = error[0]
-            raise exc
+            raise env_error(*error, call=self.op == _shm.OP_CALL)
         return infos, ended
 
     # ------------------------------------------------------------------ death and restart
@@ -326,14 +337,8 @@ class WorkerSet:
                 if w in waiting:
                     self._replace(w)
                 continue
-            block = self.block(w)
             self.on_fatal()
-            error = WorkerDiedError(
-                f"worker {w} (envs {block[0]}..{block[-1]}) died ({_how(process.returncode)}); "
-                "the env is now closed"
-            )
-            error.env_index = block[0]
-            raise error
+            raise self._died(w, process.returncode, "; the env is now closed")
 
     def _replace(self, w: int) -> None:
         """restart=True: replaces dead worker `w` by a fresh process with new envs and resets
@@ -365,16 +370,17 @@ class WorkerSet:
             raise
         except BaseException as exc:  # reported to the parent
             self.on_fatal()
-            error = WorkerDiedError(
-                f"worker {w} (envs {block[0]}..{block[-1]}) died ({_how(code)}) and could not be "
-                f"restarted: {exc}"
-            )
-            error.env_index = block[0]
-            raise error from exc
+            raise self._died(w, code, f" and could not be restarted: {exc}") from exc
         finally:
             if self.state is SetState.RESTARTING:
                 self.state = SetState.RUNNING
         self.replaced_this_call.add(w)
+
+    def _died(self, w: int, code: int, tail: str) -> WorkerDiedError:
+        block, how = self.block(w), _process_spawn.exit_description(code)
+        error = WorkerDiedError(f"worker {w} (envs {block[0]}..{block[-1]}) died ({how}){tail}")
+        error.env_index = block[0]
+        return error
 
     def _replaced_rows(self, w: int, block: dict | None) -> dict:
         """The rows of block `w`, whose worker was replaced during this call: after a step they
@@ -391,11 +397,14 @@ class WorkerSet:
             v["terminated"][first:last] = False
             v["truncated"][first:last] = True
             v["done"][first:last] = False  # the cut episodes get no statistics
-            if same_step:
-                v["final_obs"][first:last] = v["obs"][first:last]
-        final = {} if stepped and same_step else None
-        entries = [(i, final, {"worker_restarted": True}) for i in rows]
-        restarted = block_info(entries, v, first, len(rows))
+        obs = leaf_views(v, "obs")  # a final observation: the new episode's first, as it is
+        final = (
+            [(self.obs_plan.row(obs, i) if obs else self.obs_values[i], {}) for i in rows]
+            if stepped and same_step
+            else [None] * len(rows)
+        )
+        entries = [(i, f, {"worker_restarted": True}) for i, f in zip(rows, final, strict=True)]
+        restarted = block_info(entries, first, len(rows))
         return merge_block_info(block or {}, restarted, 0, len(rows))
 
     # ------------------------------------------------------------------ close
@@ -439,7 +448,3 @@ class WorkerSet:
             except BufferError:  # a caller still holds a view: the mapping goes with it
                 pass
             self._memory = None
-
-
-def _how(code: int) -> str:
-    return f"signal {-code}" if code < 0 else f"exit code {code}"

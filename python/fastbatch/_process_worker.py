@@ -2,9 +2,12 @@
 
 Protocol (see _shm.py for the layout): the parent writes an operation into this worker's
 control line and bumps its command sequence word; the worker spins briefly, then sleeps on that
-word's futex, runs the operation over its block, writes results into the shared arrays, sends
-infos and errors over its pipe (only when there are any), and bumps the shared completion
-counter. The pipe also carries the start-up handshake.
+word's futex, runs the operation over its block (reading the operation's argument from its pipe
+when it has one: a pickled space's actions, a call), writes results into the shared arrays,
+marks the command done, bumps the shared completion counter, and then sends at most one message
+over its pipe: its error, or the results that are not in the shared memory (infos that do not
+fit the info area, a pickled space's observations, a call's results). The pipe also carries the
+start-up handshake.
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ import mmap
 import os
 import signal
 import sys
-import traceback
 from multiprocessing.connection import Connection
+
+import cloudpickle
 
 from fastbatch import _core
 from fastbatch._infos import block_info
-from fastbatch._process_block import Block, env_spaces
+from fastbatch._process_block import Block
+from fastbatch._process_registry import install_registry, quiet_reregistration
+from fastbatch._process_spawn import ready_message
 from fastbatch._shm import (
     CMD_SEQ,
     DONE_SEQ,
@@ -30,15 +36,20 @@ from fastbatch._shm import (
     INFO_SHARED,
     LINE,
     OP,
+    OP_CALL,
     OP_CLOSE,
     OP_RESET,
     OP_RESET_PENDING,
     OP_STEP,
+    PIPED,
     STATUS,
     STATUS_ERROR,
     STATUS_OK,
     Layout,
     encode_info,
+    error_message,
+    recv_message,
+    send_message,
     word_address,
 )
 
@@ -68,17 +79,17 @@ def main(argv: list[str]) -> None:
     conn_fd, mem_fd, index, parent_pid, first, mode = (int(x) for x in argv)
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    import cloudpickle
-
     conn = Connection(conn_fd)
     try:
-        paths, factories = cloudpickle.loads(conn.recv_bytes())
+        paths, factories, registry = cloudpickle.loads(conn.recv_bytes())
         sys.path[:] = paths + [p for p in sys.path if p not in paths]  # before unpickling envs
-        envs = [fn() for fn in cloudpickle.loads(factories)]
-        spaces = [env_spaces(e) for e in envs]
-        conn.send(("ready", spaces[0], all(s == spaces[0] for s in spaces)))
+        fns = cloudpickle.loads(factories)
+        with quiet_reregistration():
+            install_registry(registry)
+            envs = [fn() for fn in fns]
+        send_message(conn, ready_message(envs))
     except BaseException as exc:
-        conn.send(("error", first, "".join(traceback.format_exception(exc))))
+        send_message(conn, error_message(first, exc))
         return
     message = conn.recv()
     if message[0] != "attach":
@@ -92,6 +103,35 @@ def main(argv: list[str]) -> None:
         _serve(index, conn, Block(envs, first, mode, views), views, layout, parent_pid)
     finally:
         views = None
+
+
+def _run(op: int, conn: Connection, block: Block, info_area) -> tuple[int, int, int, bytes | None]:
+    """Runs `op` over the block: (status, where the infos are, episodes ended, the pickled
+    message to send or None)."""
+    result: dict = {}
+    try:
+        infos, ended, where = [], 0, INFO_NONE
+        if op == OP_STEP:
+            infos, ended = block.step(None if block.act_plan.shared else recv_message(conn))
+        elif op in (OP_RESET, OP_RESET_PENDING):
+            infos, ended = block.reset(pending_autoreset=op == OP_RESET_PENDING)
+        elif op == OP_CALL:
+            result["call"] = block.call(*recv_message(conn))
+        elif op == OP_CLOSE:
+            for env in block.envs:
+                env.close()
+        if op != OP_CALL and op != OP_CLOSE and not block.obs_plan.shared:
+            result["obs"] = block.obs_values
+        if infos:  # merged here, in parallel with the other workers: one array per key
+            merged = block_info(infos, block.first, len(block.envs))
+            where = INFO_SHARED if encode_info(merged, info_area) else INFO_PIPE
+            if where == INFO_PIPE:
+                result["info"] = merged
+        # Pickled here, so that a value that does not pickle is this command's error.
+        return STATUS_OK, where, ended, cloudpickle.dumps(("result", result)) if result else None
+    except BaseException as exc:  # reported to the parent
+        error = error_message(block.first + block.current, exc)
+        return STATUS_ERROR, INFO_NONE, 0, cloudpickle.dumps(error)
 
 
 def _serve(index, conn, block, views, layout: Layout, parent_pid) -> None:
@@ -110,32 +150,17 @@ def _serve(index, conn, block, views, layout: Layout, parent_pid) -> None:
             continue
         seen = seq
         op = ctl[line + OP]
-        status, infos, ended = STATUS_OK, [], 0
-        try:
-            if op == OP_STEP:
-                infos, ended = block.step()
-            elif op in (OP_RESET, OP_RESET_PENDING):
-                infos, ended = block.reset(pending_autoreset=op == OP_RESET_PENDING)
-            elif op == OP_CLOSE:
-                for env in block.envs:
-                    env.close()
-        except BaseException as exc:  # reported to the parent
-            status = STATUS_ERROR
-            env_index = block.first + block.current
-            conn.send(("error", env_index, "".join(traceback.format_exception(exc))))
-        where = INFO_NONE
-        if infos:  # merged here, in parallel with the other workers: one array per key
-            merged = block_info(infos, views, block.first, len(block.envs))
-            if encode_info(merged, info_area):
-                where = INFO_SHARED
-            else:
-                where = INFO_PIPE
-                conn.send(("info", merged))
+        status, where, ended, message = _run(op, conn, block, info_area)
         ctl[line + HAS_INFO] = where
         ctl[line + ENDED] = ended
         ctl[line + STATUS] = status
+        ctl[line + PIPED] = int(message is not None)
         ctl[line + DONE_SEQ] = seq
         _core._add_word(counter_address, 1)
+        if (
+            message is not None
+        ):  # after the counter: the parent reads it once it sees the command done
+            conn.send_bytes(message)
         if op == OP_CLOSE:
             return
 

@@ -1,31 +1,46 @@
-"""The shared-memory layout of the process backend, built identically by parent and workers.
+"""The shared-memory layout and pipe messages of the process backend, used alike by the caller
+and its workers.
 
 One segment holds a control block (one 64-byte line per worker plus a completion counter) and
-the batch arrays, each 64-byte aligned and laid out like the native batch buffers: actions,
-observations, float32 rewards, bool terminated/truncated, then the reset request (mask and
-seeds) and the episode statistics the workers compute.
+the batch arrays, each 64-byte aligned and laid out like the native batch buffers: the action
+and observation leaves (one array per leaf of a shared space, see _process_spaces.py), float32
+rewards, bool terminated/truncated, then the reset request (mask and seeds) and the episode
+statistics the workers compute.
+
+Pipe messages (`send_message`/`recv_message`) are cloudpickled, so that values of classes the
+worker rebuilt from the caller's pickles (a custom space, an env's own info objects) travel back.
+A worker sends at most one message per command, after it has marked the command done: the
+caller reads it then, so a message larger than the socket buffer cannot deadlock the two.
 """
 
 from __future__ import annotations
 
 import marshal
+import pickle
+import traceback
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from typing import Any
 
+import cloudpickle
 import numpy as np
+
+from fastbatch.errors import EnvError
 
 LINE = 64
 
 # Control words (uint32) of each worker's line. Each futex word is followed by its sleeper
 # count (see _core._wait_word); the last line holds the completion counter and its count.
-CMD_SEQ, CMD_SLEEPERS, OP, STATUS, HAS_INFO, ENDED, DONE_SEQ = range(7)
+# PIPED: a message follows on the pipe (an error when STATUS is STATUS_ERROR, else a result).
+CMD_SEQ, CMD_SLEEPERS, OP, STATUS, HAS_INFO, ENDED, DONE_SEQ, PIPED = range(8)
 # Operations.
 # OP_RESET_PENDING resets like OP_RESET and leaves the envs to reset again on their next step
 # (a restarted worker's envs in NEXT_STEP mode, which just reported truncated=True).
-OP_STEP, OP_RESET, OP_CLOSE, OP_RESET_PENDING = 1, 2, 3, 4
+# OP_CALL runs a call the caller sends on the pipe (get_attr, set_attr, call) on every env.
+OP_STEP, OP_RESET, OP_CLOSE, OP_RESET_PENDING, OP_CALL = 1, 2, 3, 4, 5
 # Statuses.
 STATUS_OK, STATUS_ERROR = 0, 1
-# Where a worker's infos are (HAS_INFO): none, pickled on its pipe, or encoded in its info area.
+# Where a worker's infos are (HAS_INFO): none, in its piped result, or encoded in its info area.
 INFO_NONE, INFO_PIPE, INFO_SHARED = 0, 1, 2
 # Bytes of each worker's info area: infos that are flat numeric arrays (the common case, e.g.
 # MuJoCo's per-step x_position/x_velocity/...) travel here, without pickling or a syscall.
@@ -36,25 +51,26 @@ def _align(n: int) -> int:
     return (n + LINE - 1) // LINE * LINE
 
 
+Leaves = tuple[tuple[tuple[int, ...], str], ...]  # (per-env shape, dtype) of each leaf
+
+
 @dataclass(frozen=True)
 class Layout:
     num_envs: int
     num_workers: int
-    obs_shape: tuple[int, ...]
-    obs_dtype: str
-    act_shape: tuple[int, ...]
-    act_dtype: str
+    obs_leaves: Leaves  # views "obs/0", "obs/1", ... (none for a pickled space)
+    act_leaves: Leaves  # views "actions/0", ...
 
     def fields(self) -> list[tuple[str, tuple[int, ...], str]]:
         n = self.num_envs
+        leaves = [
+            (f"{what}/{k}", (n, *shape), dtype)
+            for what, group in (("actions", self.act_leaves), ("obs", self.obs_leaves))
+            for k, (shape, dtype) in enumerate(group)
+        ]
         return [
-            (
-                "control",
-                (self.num_workers + 1, LINE // 4),
-                "uint32",
-            ),  # last line: completion counter
-            ("actions", (n, *self.act_shape), self.act_dtype),
-            ("obs", (n, *self.obs_shape), self.obs_dtype),
+            ("control", (self.num_workers + 1, LINE // 4), "uint32"),  # last: completion counter
+            *leaves,
             ("reward", (n,), "float32"),
             ("terminated", (n,), "bool"),
             ("truncated", (n,), "bool"),
@@ -65,7 +81,6 @@ class Layout:
             ("ep_return", (n,), "float64"),
             ("ep_length", (n,), "int64"),
             ("ep_time", (n,), "float64"),
-            ("final_obs", (n, *self.obs_shape), self.obs_dtype),
             ("info_area", (self.num_workers, INFO_BYTES), "uint8"),
         ]
 
@@ -85,6 +100,51 @@ class Layout:
             out[name] = raw[offset : offset + nbytes].view(dtype).reshape(shape)
             offset += _align(nbytes)
         return out
+
+
+def leaf_views(views: dict[str, np.ndarray], what: str) -> list[np.ndarray]:
+    """The leaf arrays of `what` ("obs" or "actions") among `views`, in leaf order."""
+    out, k = [], 0
+    while f"{what}/{k}" in views:
+        out.append(views[f"{what}/{k}"])
+        k += 1
+    return out
+
+
+def send_message(connection: Connection, message: Any) -> None:
+    connection.send_bytes(cloudpickle.dumps(message))
+
+
+def recv_message(connection: Connection) -> Any:
+    return cloudpickle.loads(connection.recv_bytes())
+
+
+def error_message(env_index: int, exc: BaseException) -> tuple:
+    """("error", env index, traceback text, the exception's type pickled by reference or None):
+    a call's error is raised in the caller as its own type when the caller can rebuild it."""
+    try:
+        kind = pickle.dumps(type(exc))
+    except Exception:  # a class defined where the caller cannot import it
+        kind = None
+    return ("error", env_index, "".join(traceback.format_exception(exc)), kind)
+
+
+def env_error(index: int, text: str, kind: bytes | None, call: bool) -> Exception:
+    """The caller's exception for env `index`'s error message: EnvError, or for a `call`
+    (get_attr, set_attr, call) the worker's own exception type when it can be rebuilt here from
+    a message alone; either way with the worker's traceback and ``env_index``."""
+    exc: Exception | None = None
+    if call and kind is not None:
+        try:
+            cls = pickle.loads(kind)
+            if isinstance(cls, type) and issubclass(cls, Exception):
+                exc = cls(f"env {index}: the call raised in its worker process:\n{text}")
+        except Exception:  # not importable here, or another constructor: EnvError
+            exc = None
+    if exc is None:
+        exc = EnvError(f"env {index}: the env raised in its worker process:\n{text}")
+    exc.env_index = index
+    return exc
 
 
 def word_address(control: np.ndarray, line: int, word: int) -> int:

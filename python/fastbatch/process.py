@@ -1,19 +1,20 @@
 """The process backend: any gymnasium env, stepped in worker processes through shared memory.
 
-`ProcessVectorEnv` is the gymnasium-facing facade: arguments, spaces, results, async block
-bookkeeping. `WorkerSet` (_process_pool.py) runs the workers: `num_envs` Python envs split into
-contiguous blocks, one per worker process. Actions, observations, rewards, flags and episode
-statistics travel through one shared-memory segment laid out like the native batch buffers
-(64-byte aligned, see _shm.py); workers are woken through futexes in that segment (spin, then
-sleep). Pipes carry only the start-up handshake, infos that do not fit the shared info area, and
-errors.
+`ProcessVectorEnv` is the gymnasium-facing facade: arguments, async block bookkeeping, and the
+calls on the envs (``get_attr``, ``set_attr``, ``call``, ``render``). `WorkerSet`
+(_process_pool.py) runs the workers: `num_envs` Python envs split into contiguous blocks, one
+per worker process. Actions, observations, rewards, flags and episode statistics travel through
+one shared-memory segment laid out like the native batch buffers (64-byte aligned, see _shm.py);
+workers are woken through futexes in that segment (spin, then sleep). Every gymnasium space
+works: array spaces and Dict/Tuple of them through the shared memory, the others pickled (see
+_process_spaces.py). Pipes carry the start-up handshake, pickled values, calls, infos that do not
+fit the shared info area, and errors.
 """
 
 from __future__ import annotations
 
 import functools
 import numbers
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,7 +22,6 @@ import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from fastbatch import _core
 from fastbatch._args import (
     MODE_CODES,
     available_cores,
@@ -31,27 +31,17 @@ from fastbatch._args import (
     worker_count,
 )
 from fastbatch._base import BatchVectorEnv
-from fastbatch._buffers import aligned_copy
-from fastbatch._infos import episode_info
 from fastbatch._process_pool import WorkerSet
-from fastbatch._shm import OP_RESET, OP_STEP, Layout
+from fastbatch._process_results import ResultReader
+from fastbatch._process_spaces import SpacePlan
+from fastbatch._shm import OP_CALL, OP_RESET, OP_STEP, Layout, leaf_views
 from fastbatch.errors import AsyncStateError
 
 __all__ = ["ProcessVectorEnv", "env_factories"]
 
-# Full-batch result arrays are recycled once the caller has dropped them; at most this many sets
-# are kept (a caller holding more gets fresh arrays, never shared ones).
-MAX_RESULT_SETS = 8
-RESULT_FIELDS = ("obs", "reward", "terminated", "truncated")
 _ABANDONED: list[WorkerSet] = []  # worker sets inherited through fork and let go (see _base.py)
-
-
-def _result_set_free(arrays: tuple[np.ndarray, ...]) -> bool:
-    """True when only the env refers to these arrays: no caller holds one, nor a view of one.
-    Each array is a view of its own raw aligned buffer (`aligned_copy`), and numpy makes every
-    further view refer to that buffer, not to the array: both counts must be at their floor."""
-    getrefcount = sys.getrefcount
-    return all(getrefcount(a) == 3 and getrefcount(a.base) == 2 for a in arrays)
+# Methods a call() must not run on the worker envs: the vector env's bookkeeping goes with them.
+_NOT_CALLABLE = ("reset", "step", "close")
 
 
 def _check_flag(name: str, value: Any, allow_none: bool = False) -> None:
@@ -161,34 +151,25 @@ class ProcessVectorEnv(BatchVectorEnv):
             self.close()
             raise
         self._setup(num_envs, batch_size, mode, *self._workers.spaces, seed=pending_seeds)
+        about = self._workers.about  # the first env's, as gymnasium's vector envs report them
+        self.metadata = {**about["metadata"], "autoreset_mode": mode}
+        self.render_mode = about["render_mode"]
         self._pending_seeds = pending_seeds  # make(seed=...): applied by the first reset()
         self._in_flight: list[int] = []  # async: workers sent and not yet received
         self._idle_workers = list(range(workers))  # async: workers a send() without ids steps
-        self._result_sets: list[tuple[np.ndarray, ...]] = []
+        self._reader = ResultReader(self._workers, self._workers.obs_plan, stats_key)
+        self._every = list(range(workers))
+        self._act_leaves = leaf_views(self._workers.views, "actions")
 
     def _layout(self, obs_space, act_space) -> Layout:
-        """The shared layout for these spaces (and the action checker)."""
-        for space, what in ((obs_space, "observation"), (act_space, "action")):
-            if not isinstance(space, (gymnasium.spaces.Box, gymnasium.spaces.Discrete)):
-                raise TypeError(
-                    f"the process backend needs Box or Discrete {what} spaces, got {space}"
-                )
-        discrete = isinstance(act_space, gymnasium.spaces.Discrete)
-        act_dtype = np.dtype(np.int64 if discrete else act_space.dtype)
-        self._actions = _core._ActionChecker(
-            discrete,
-            int(act_space.n) if discrete else 0,
-            int(act_space.start) if discrete else 0,
-            () if discrete else tuple(act_space.shape),
-            act_dtype,
-        )
+        """The shared layout for these spaces (see _process_spaces.py; the worker set holds the
+        observation plan)."""
+        self._act_plan = SpacePlan(act_space)
         return Layout(
             num_envs=len(self._workers.env_fns),
             num_workers=self._workers.num_workers,
-            obs_shape=tuple(obs_space.shape),
-            obs_dtype=np.dtype(obs_space.dtype).str,
-            act_shape=() if discrete else tuple(act_space.shape),
-            act_dtype=act_dtype.str,
+            obs_leaves=tuple(self._workers.obs_plan.leaves),
+            act_leaves=tuple(self._act_plan.leaves),
         )
 
     @property
@@ -206,6 +187,71 @@ class ProcessVectorEnv(BatchVectorEnv):
     def restarts(self) -> int:
         """Worker processes replaced so far (restart=True)."""
         return self._workers.restarts
+
+    # ------------------------------------------------------------------ calls on the envs
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Calls method `name` of every env (found through its wrappers, as gymnasium's vector
+        envs find it) with `args` and `kwargs`; returns the results in env order, as copies (as
+        ``AsyncVectorEnv`` returns them). An attribute that is not callable is returned as it
+        is. An error is raised here as the env's own exception type when it can be rebuilt
+        (else EnvError), with the worker's traceback and ``env_index``. Not while steps are in
+        flight (async mode): recv() them first."""
+        if name in _NOT_CALLABLE:
+            raise ValueError(f"call({name!r}) would bypass the vector env: use {name}() instead")
+        return self._call_envs(name, None, args, kwargs)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """Attribute `name` of every env, in env order. As in gymnasium's vector envs, this is
+        ``call(name)``: a method is called without arguments."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Sets attribute `name` of every env (through its wrappers): to ``values[i]`` for env
+        ``i`` when `values` is a list or tuple of one value per env, else to `values` itself."""
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(
+                f"set_attr needs one value per env (a list or tuple of {self.num_envs}) or a "
+                f"single value, got {len(values)} values"
+            )
+        self._call_envs(name, list(values), (), {})
+
+    def render(self) -> tuple[Any, ...]:
+        """Every env's ``render()`` (frames for ``render_mode="rgb_array"``), in env order."""
+        return self.call("render")
+
+    @property
+    def np_random_seed(self) -> tuple[int, ...]:
+        """Each env's ``np_random_seed``, in env order."""
+        return self.get_attr("np_random_seed")
+
+    @property
+    def np_random(self) -> tuple[np.random.Generator, ...]:
+        """Copies of each env's ``np_random`` generator, in env order."""
+        return self.get_attr("np_random")
+
+    def _call_envs(self, name: Any, values: list | None, args: tuple, kwargs: dict) -> tuple:
+        """Runs a call (`Block.call`) on every env; a replaced worker's envs (restart=True)
+        answer None."""
+        self._check_open()
+        if not isinstance(name, str):
+            raise TypeError(f"an attribute name must be a str, got {name!r}")
+        if self._in_flight:
+            raise AsyncStateError("envs are in flight; recv() them before calling the envs")
+        workers, every = self._workers, self._every
+        workers.settle(self._in_flight)
+        arguments = {
+            w: (name, None if values is None else values[b.start : b.stop], args, kwargs)
+            for w, b in ((w, workers.block(w)) for w in every)
+        }
+        workers.call_results = [None] * self.num_envs
+        replaced = self._run(OP_CALL, every, arguments)
+        workers.collect(every)
+        results = workers.call_results
+        for w in replaced:
+            results[workers.block(w).start : workers.block(w).stop] = [None] * len(workers.block(w))
+        return tuple(results)
 
     # ------------------------------------------------------------------ primitives
     def _reset_envs(self, seeds, mask):
@@ -237,16 +283,16 @@ class ProcessVectorEnv(BatchVectorEnv):
         infos, _ = workers.collect(selected)
         for w in replaced:  # a replaced worker reset its whole block, masked or not
             self._needs_reset[workers.block(w).start : workers.block(w).stop] = False
-        return aligned_copy(v["obs"]), infos
+        return self._reader.observations(), infos
 
     def _step_envs(self, actions):
         workers = self._workers
+        every = self._every
         workers.settle(self._in_flight)  # a step a Ctrl-C left running must not see new actions
-        workers.views["actions"][...] = self._actions.check(actions, self.num_envs)
-        every = list(range(workers.num_workers))
-        self._run(OP_STEP, every)
+        arguments = self._write_actions(actions, None, every)
+        self._run(OP_STEP, every, arguments)
         infos, ended = workers.collect(every)
-        return self._results(slice(None), infos, ended)
+        return self._reader.step(slice(None), infos, ended)
 
     def _send_envs(self, actions, env_ids):
         workers = self._workers
@@ -264,11 +310,11 @@ class ProcessVectorEnv(BatchVectorEnv):
             selected = self._workers_of(ids)
         if self._disabled:
             self._check_disabled_autoreset(ids)
-        checked = self._actions.check(actions, len(ids), ids)
+        checked = self._act_plan.check(actions, len(ids), ids)
         workers.settle(self._in_flight)
-        workers.views["actions"][ids] = checked
+        arguments = self._write_actions(checked, ids, selected)
         workers.op = OP_STEP
-        workers.dispatch(OP_STEP, selected)
+        workers.dispatch(OP_STEP, selected, arguments)
         self._in_flight += selected
         self._idle_workers = [w for w in self._idle_workers if w not in selected]
 
@@ -290,11 +336,12 @@ class ProcessVectorEnv(BatchVectorEnv):
         infos, ended = workers.collect(finished, rows={int(i): j for j, i in enumerate(ids)})
         self._in_flight = [w for w in self._in_flight if w not in finished]
         self._idle_workers = list(finished)
-        result = self._results(ids, infos, ended)
+        result = self._reader.step(ids, infos, ended)
         result[4]["env_id"] = ids
         return result
 
     def _close_envs(self):
+        self._act_leaves = []  # views of the shared memory, which close() unmaps
         self._workers.close()
 
     def _abandon_envs(self):
@@ -304,12 +351,27 @@ class ProcessVectorEnv(BatchVectorEnv):
         _ABANDONED.append(self._workers)
 
     # ------------------------------------------------------------------ helpers
-    def _run(self, op: int, selected: list[int]) -> list[int]:
+    def _write_actions(self, actions, ids: np.ndarray | None, selected: list[int]) -> dict | None:
+        """Writes `actions` for the envs `ids` (None: every env) into the shared action leaves,
+        checking them first unless `ids` is given (then they are checked already). For a pickled
+        action space, returns instead each `selected` worker's values, for `WorkerSet.run`."""
+        if ids is None:
+            actions = self._act_plan.check(actions, self.num_envs)
+        if self._act_plan.shared:
+            for leaf, checked in zip(self._act_leaves, actions, strict=True):
+                leaf[... if ids is None else ids] = checked
+            return None
+        by_env = dict(
+            zip(range(self.num_envs) if ids is None else ids.tolist(), actions, strict=True)
+        )
+        return {w: [by_env[i] for i in self._workers.block(w)] for w in selected}
+
+    def _run(self, op: int, selected: list[int], arguments: dict | None = None) -> list[int]:
         """Runs `op` on the `selected` workers; returns those replaced meanwhile (restart=True)."""
         workers = self._workers
         workers.local_interrupted = False
         try:
-            workers.run(op, selected)
+            workers.run(op, selected, arguments)
         except BaseException:
             if workers.local_interrupted:  # a Ctrl-C inside an env of the caller's own block
                 self._broken = True
@@ -342,40 +404,6 @@ class ProcessVectorEnv(BatchVectorEnv):
         if self._in_flight:
             self._workers.discard(self._in_flight)
             self._in_flight = []
-
-    def _full_batch(self) -> tuple[np.ndarray, ...]:
-        """Fresh-to-the-caller copies of the shared obs, reward and flags of every env: a
-        recycled set of aligned arrays when the caller has dropped one, else a new set."""
-        v = self._workers.views
-        for arrays in self._result_sets:
-            if _result_set_free(arrays):
-                for name, array in zip(RESULT_FIELDS, arrays, strict=True):
-                    np.copyto(array, v[name])
-                return arrays
-        arrays = tuple(aligned_copy(v[name]) for name in RESULT_FIELDS)
-        if len(self._result_sets) < MAX_RESULT_SETS:
-            self._result_sets.append(arrays)
-        return arrays
-
-    def _results(self, rows, infos, ended):
-        v = self._workers.views
-        if isinstance(rows, slice):
-            obs, reward, terminated, truncated = self._full_batch()
-        else:
-            obs, reward, terminated, truncated = (
-                aligned_copy(v[name][rows]) for name in RESULT_FIELDS
-            )
-        if ended and self._stats_key is not None:
-            done = v["done"][rows].copy()  # workers write statistics only for ended episodes
-            stats = episode_info(
-                done,
-                np.where(done, v["ep_return"][rows], 0.0),
-                np.where(done, v["ep_length"][rows], 0),
-                np.where(done, v["ep_time"][rows], 0.0),
-                self._stats_key,
-            )
-            infos.update(stats)
-        return obs, reward, terminated, truncated, infos
 
     def __repr__(self) -> str:
         return f"ProcessVectorEnv(num_envs={self.num_envs}, num_workers={self.num_workers})"
