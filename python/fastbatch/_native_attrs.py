@@ -19,7 +19,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-__all__ = ["NativeAttributes", "renderable"]
+__all__ = ["NativeAttributes", "check_render_mode", "render_metadata", "renderable"]
 
 # Native ids drawn by gymnasium's renderer of the same id (MuJoCo ids are added by
 # `renderable`): their native state is the state that renderer reads.
