@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import gymnasium
+import pytest
 
 import fastbatch
 
@@ -56,3 +57,17 @@ def test_unknown_env_error_is_a_value_error():
 
 def test_version_is_the_installed_distributions():
     assert fastbatch.__version__ == importlib.metadata.version("fastbatch")
+
+
+def test_compiling_on_first_use_names_what_failed(tmp_path, monkeypatch):
+    from fastbatch._compile import compile_shared
+
+    monkeypatch.setenv("CXX", str(tmp_path / "no-compiler"))
+    with pytest.raises(RuntimeError, match="building a test: cannot run the compiler"):
+        compile_shared(tmp_path / "out.so", ["a.cc"], "a test")
+    monkeypatch.delenv("CXX")
+    source = tmp_path / "bad.cc"
+    source.write_text("this is not C++\n")
+    with pytest.raises(RuntimeError, match=r"(?s)compiling a test failed:\n.*error"):
+        compile_shared(tmp_path / "out.so", [str(source)], "a test")
+    assert list(tmp_path.glob("*.so")) == []  # no partial file left behind

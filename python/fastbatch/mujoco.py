@@ -28,15 +28,13 @@ import importlib.metadata
 import numbers
 import os
 import shlex
-import shutil
-import subprocess
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
 from fastbatch import _core
 from fastbatch._args import strip_namespace
+from fastbatch._compile import compile_shared
 
 __all__ = [
     "ENV_IDS",
@@ -146,39 +144,22 @@ def build() -> Path:
     inputs += sorted((headers / "fastbatch").glob("*.h"))
     flags = shlex.split(os.environ.get("FASTBATCH_MUJOCO_CXXFLAGS", ""))
     target = _cache_dir(version, inputs, assets, flags) / "fastbatch_mujoco.so"
-    if target.exists():
-        return target
-    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if compiler is None:
-        raise RuntimeError("building fastbatch's MuJoCo envs needs a C++ compiler (set CXX)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".so", delete=False) as tmp:
-        partial = Path(tmp.name)
-    cmd = [
-        compiler,
-        "-std=c++17",
-        "-O2",
-        "-shared",
-        "-fPIC",
-        "-ffp-contract=off",  # gymnasium's float64 arithmetic, operation by operation
-        "-fno-fast-math",
-        f"-I{headers}",
-        f"-I{include}",
-        f'-DFASTBATCH_MUJOCO_ASSETS="{assets}"',
-        *flags,
-        str(sources / "plugin.cc"),
-        "-o",
-        str(partial),
-        f"-L{library.parent}",
-        f"-l:{library.name}",
-        f"-Wl,-rpath,{library.parent}",
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        partial.unlink(missing_ok=True)
-        raise RuntimeError(f"compiling fastbatch's MuJoCo envs failed:\n{done.stderr[-3000:]}")
-    os.replace(partial, target)  # atomic: concurrent builders agree on one file
-    return target
+    return compile_shared(
+        target,
+        [
+            "-ffp-contract=off",  # gymnasium's float64 arithmetic, operation by operation
+            "-fno-fast-math",
+            f"-I{headers}",
+            f"-I{include}",
+            f'-DFASTBATCH_MUJOCO_ASSETS="{assets}"',
+            *flags,
+            str(sources / "plugin.cc"),
+            f"-L{library.parent}",
+            f"-l:{library.name}",
+            f"-Wl,-rpath,{library.parent}",
+        ],
+        "fastbatch's MuJoCo envs",
+    )
 
 
 def _version_name(code: int) -> str:

@@ -11,14 +11,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import tensorflow as tf
 
 import fastbatch
+from fastbatch._compile import compile_shared
 
 _SOURCE = Path(__file__).with_name("fastbatch_tf_op.cc")
 _LOG = logging.getLogger("fastbatch")
@@ -33,33 +31,8 @@ def _cache_dir() -> Path:
 
 def build() -> Path:
     """Compiles the op library if it is not cached; returns its path. Raises on failure."""
-    target = _cache_dir() / "fastbatch_tf_op.so"
-    if target.exists():
-        return target
-    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if compiler is None:
-        raise RuntimeError("no C++ compiler found (set CXX)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".so", delete=False) as tmp:
-        partial = Path(tmp.name)
-    cmd = [
-        compiler,
-        "-std=c++17",
-        "-O2",
-        "-shared",
-        "-fPIC",
-        str(_SOURCE),
-        "-o",
-        str(partial),
-        *tf.sysconfig.get_compile_flags(),
-        *tf.sysconfig.get_link_flags(),
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        partial.unlink(missing_ok=True)
-        raise RuntimeError(f"compiling the rollout op failed:\n{done.stderr[-2000:]}")
-    os.replace(partial, target)  # atomic: concurrent builders agree on one file
-    return target
+    flags = [str(_SOURCE), *tf.sysconfig.get_compile_flags(), *tf.sysconfig.get_link_flags()]
+    return compile_shared(_cache_dir() / "fastbatch_tf_op.so", flags, "the rollout op")
 
 
 def load():
