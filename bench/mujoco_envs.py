@@ -16,6 +16,9 @@ which is the least disturbed by other processes on a shared machine); each round
 contender once in turn for `--budget` seconds, so many short rounds spread other load over the
 contenders alike. The JSON keeps every run. The ratios
 printed are fb-sync's: over EnvPool, over the C++ loop and over gymnasium's SyncVectorEnv.
+gymnasium's envs are timed with the profiling clock that `import mujoco` installs (MuJoCo calls
+it around every stage of mj_step), as its users run them; fastbatch's envs without it, as
+`fastbatch.make` leaves the process (EnvPool bundles its own MuJoCo, whose clock is unset).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import warnings
 from pathlib import Path
 
 import gymnasium
+import mujoco
 import numpy as np
 
 import fastbatch
@@ -117,6 +121,12 @@ class Contender:
             raise ValueError(method)
 
     def rate(self, budget: float) -> float:
+        # Each contender runs with MuJoCo's process-wide profiling clock (mjcb_time) as its
+        # users get it: gymnasium's envs with the clock `import mujoco` installs, fastbatch's
+        # without it (fastbatch.make removes it: fastbatch.mujoco.drop_default_timer).
+        mujoco.set_mjcb_time(None)
+        if self.method != "gym-sync":
+            fb_mujoco.drop_default_timer()
         if self.method == "cpp-loop":
             loop = _core._native_loop_seconds
             per_step = loop(self.env_type, self.rows, 8, 0, self.threads, self.table) / 8

@@ -245,3 +245,39 @@ def test_old_or_mismatched_mujoco_names_both_versions(monkeypatch):
     monkeypatch.setattr(fb_mujoco, "_mujoco", lambda: ("9.9.9", include, library))
     with pytest.raises(fb_mujoco.MujocoUnavailableError, match=rf"{version}.*9\.9\.9"):
         fb_mujoco.register()
+
+
+def test_make_drops_the_mujoco_packages_profiling_clock_but_keeps_a_users_timer():
+    # mjcb_time is one process-wide C pointer: read it from the library the envs link.
+    import ctypes
+    import time
+
+    import mujoco
+
+    library = ctypes.CDLL(str(fb_mujoco._mujoco()[2]))
+    timer = ctypes.c_void_p.in_dll(library, "mjcb_time")
+    mujoco.set_mjcb_time(None)  # the package's own clock, as after `import mujoco`
+    try:
+        assert timer.value is not None
+        env = fastbatch.make("Hopper-v5", 2, seed=0)
+        assert timer.value is None
+        mujoco.set_mjcb_time(time.perf_counter)  # a user's timer survives the next make
+        users = timer.value
+        assert not fb_mujoco.drop_default_timer()
+        fastbatch.make("Hopper-v5", 1).close()
+        assert timer.value == users and mujoco.get_mjcb_time() is time.perf_counter
+        # Physics never reads the clock: the same episode with and without it.
+        steps = actions(env, 40)
+        results = []
+        for drop in (True, False):
+            mujoco.set_mjcb_time(None)
+            if drop:
+                assert fb_mujoco.drop_default_timer()
+            assert (timer.value is None) == drop
+            env.reset(seed=3)
+            results.append(np.stack([env.step(a)[0] for a in steps]))
+        np.testing.assert_array_equal(results[0], results[1])
+        env.close()
+    finally:
+        mujoco.set_mjcb_time(None)
+        fb_mujoco.drop_default_timer()

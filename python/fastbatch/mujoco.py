@@ -41,6 +41,7 @@ __all__ = [
     "MIN_MUJOCO",
     "MujocoUnavailableError",
     "build",
+    "drop_default_timer",
     "is_mujoco_id",
     "native_kwargs",
     "register",
@@ -63,6 +64,7 @@ MIN_MUJOCO = (3, 0)
 _EXTRA = "pip install 'fastbatch[mujoco]'"
 _LOCK = threading.Lock()
 _registered: list[str] = []
+_library: list[ctypes.CDLL] = []  # the loaded env library, once registered
 
 
 class MujocoUnavailableError(ImportError):
@@ -174,19 +176,40 @@ def register() -> list[str]:
     from fastbatch.plugins import register_native_env
 
     with _LOCK:
-        if _registered:
-            return list(_registered)
-        version, _, _ = _mujoco()
-        path = build()
-        built = _version_name(ctypes.CDLL(str(path)).fastbatch_mujoco_header_version())
-        if built != version:
-            raise MujocoUnavailableError(
-                f"fastbatch's MuJoCo envs at {path} were built against mujoco {built}, but "
-                f"mujoco {version} is installed: {_EXTRA} (or delete that file to rebuild)"
-            )
-        ids = register_native_env(None, path, replace=True)
-        _registered.extend(ids)
-        return list(ids)
+        if not _registered:
+            version, _, _ = _mujoco()
+            path = build()
+            library = ctypes.CDLL(str(path))
+            built = _version_name(library.fastbatch_mujoco_header_version())
+            if built != version:
+                raise MujocoUnavailableError(
+                    f"fastbatch's MuJoCo envs at {path} were built against mujoco {built}, but "
+                    f"mujoco {version} is installed: {_EXTRA} (or delete that file to rebuild)"
+                )
+            ids = register_native_env(None, path, replace=True)
+            _library.append(library)
+            _registered.extend(ids)
+        drop_default_timer()
+        return list(_registered)
+
+
+def drop_default_timer() -> bool:
+    """Removes the profiling clock that importing the mujoco Python package installs; returns
+    whether it was removed.
+
+    MuJoCo calls one process-wide timer callback (``mjcb_time``) around every stage of
+    ``mj_step``, only to fill ``MjData.timer``; the mujoco package sets it to a clock on import,
+    and on these envs' steps it cost 7-65% of the time (bench/README.md). ``fastbatch.make``
+    calls this for every native MuJoCo env, after importing mujoco (so a later import cannot
+    reinstall the clock). A timer the user set with ``mujoco.set_mjcb_time(f)`` is kept;
+    ``mujoco.set_mjcb_time(None)`` puts the package's clock back. Physics never reads the timer,
+    so results do not change; ``MjData.timer`` of every model in the process stays zero."""
+    import mujoco  # the package, not this module: absolute import
+
+    if not _library or mujoco.get_mjcb_time() is not None:
+        return False
+    _library[0].fastbatch_mujoco_clear_timer()
+    return True
 
 
 def native_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:

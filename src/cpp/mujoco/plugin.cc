@@ -13,6 +13,14 @@ extern "C" FASTBATCH_EXPORT_SYMBOL int fastbatch_mujoco_header_version(void) {
   return mjVERSION_HEADER;
 }
 
+// Removes MuJoCo's process-wide profiling clock (mjcb_time, called around every stage of
+// mj_step to fill MjData.timer). `fastbatch.mujoco.drop_default_timer` calls this only when the
+// clock is the one the mujoco Python package installs on import, never a user's own. Physics
+// does not read it; an atomic store, because other threads' mj_step may read it meanwhile.
+extern "C" FASTBATCH_EXPORT_SYMBOL void fastbatch_mujoco_clear_timer(void) {
+  __atomic_store_n(&mjcb_time, nullptr, __ATOMIC_RELAXED);
+}
+
 FASTBATCH_EXPORT_ENVS(fastbatch::mujoco::HalfCheetah, fastbatch::mujoco::Hopper,
                       fastbatch::mujoco::Walker2d, fastbatch::mujoco::Ant,
                       fastbatch::mujoco::Humanoid, fastbatch::mujoco::HumanoidStandup,
