@@ -15,7 +15,10 @@ Sections:
             count the default env's tuner had chosen at the end.
   async     async mode (batch_size = num_envs / 2, default threads) against sync mode (default
             threads) on the same envs idle, and on _TestVariableCost-v0 (step cost 1-20 units
-            by env and over time); alternating runs, medians.
+            by env and over time; `+stalls`: also 1% of steps sleep 1 ms); alternating runs,
+            medians. `+policy` rows: the caller computes each batch's actions with a small numpy
+            MLP from the last observations (sync: step then policy; async: recv, policy of
+            those rows, send), the work that async mode's threads overlap.
   process   the process backend (gymnasium's CartPole-v1, default layout) idle and busy.
   latency   microseconds per batch step with 1 env (CartPole); the CPU an idle pool uses.
 
@@ -45,6 +48,9 @@ SYNC_ENVS = ["CartPole-v1", "Pendulum-v1", "Acrobot-v1"]
 SIZES = [256, 4096]
 VARIABLE = "_TestVariableCost-v0"
 VARIABLE_SIZES = [16, 256]
+# The variable-cost env with stalls: 1% of its steps sleep 1 ms (an env that waits on I/O or
+# another process): sync mode waits for the stall, async mode returns the other envs.
+STALLS = {"stall_prob": 0.01, "stall_us": 1000}
 
 
 def cores() -> list[int]:
@@ -135,6 +141,43 @@ def async_stepper(env_id: str, num_envs: int, rng, **kwargs) -> Stepper:
     return Stepper(env, batch, step, actions_for(env, batch, rng))
 
 
+class Policy:
+    """A small MLP on the caller's thread (numpy, obs -> 64 tanh units -> action): the work a
+    trainer does between batch steps, which async mode lets the pool's threads overlap."""
+
+    def __init__(self, env, rng):
+        self.space = env.single_action_space
+        size = int(np.prod(env.single_observation_space.shape))
+        outputs = self.space.n if hasattr(self.space, "n") else int(np.prod(self.space.shape))
+        self.w1 = rng.standard_normal((size, 64)).astype(np.float32) / np.sqrt(size)
+        self.w2 = rng.standard_normal((64, outputs)).astype(np.float32) / 8.0
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        out = np.tanh(obs.reshape(len(obs), -1).astype(np.float32) @ self.w1) @ self.w2
+        if hasattr(self.space, "n"):
+            return out.argmax(axis=1)
+        return np.clip(out, self.space.low, self.space.high).astype(self.space.dtype)
+
+
+def policy_steppers(env_id: str, num_envs: int, rng) -> tuple[Stepper, Stepper]:
+    """(async, sync) steppers whose actions come from a Policy of the last observations."""
+    sync = fastbatch.make(env_id, num_envs, seed=0)
+    policy = Policy(sync, rng)
+    state = {"sync": sync.reset()[0]}
+
+    def sync_step(_):
+        state["sync"] = sync.step(policy(state["sync"]))[0]
+
+    asyn = fastbatch.make(env_id, num_envs, seed=0, batch_size=num_envs // 2)
+    asyn.send(policy(asyn.reset()[0]))
+
+    def async_step(_):
+        asyn.send(policy(asyn.recv()[0]))
+
+    none = [None] * 16
+    return Stepper(asyn, num_envs // 2, async_step, none), Stepper(sync, num_envs, sync_step, none)
+
+
 def compare(a: Stepper, b: Stepper, budget: float, repeats: int, warmup: float):
     """Alternating timed runs of two steppers; (median rate of a, median rate of b, cores the
     other processes on the machine used meanwhile)."""
@@ -178,21 +221,28 @@ def sync_section(load: str, budget, repeats, warmup, rng) -> list[dict]:
 def async_section(budget, repeats, warmup, rng) -> list[dict]:
     cases = [(e, n, {}) for e in SYNC_ENVS for n in SIZES]
     cases += [(VARIABLE, n, {}) for n in VARIABLE_SIZES]
+    cases += [(VARIABLE, n, STALLS) for n in VARIABLE_SIZES]
+    cases += [(e, n, "policy") for e in SYNC_ENVS for n in SIZES]
     rows = []
     for env_id, n, params in cases:
-        sync = sync_stepper(env_id, n, rng, **params)
-        asyn = async_stepper(env_id, n, rng, **params)
+        if params == "policy":
+            asyn, sync = policy_steppers(env_id, n, rng)
+        else:
+            sync = sync_stepper(env_id, n, rng, **params)
+            asyn = async_stepper(env_id, n, rng, **params)
         try:
             a, s, others = compare(asyn, sync, budget, repeats, warmup)
         finally:
             sync.env.close()
             asyn.env.close()
+        case = "+policy" if params == "policy" else "+stalls" if params else ""
         rows.append(
-            {"env": env_id, "num_envs": n, "batch_size": n // 2, "sync": s, "async": a}
+            {"env": env_id + case, "num_envs": n, "batch_size": n // 2, "sync": s, "async": a}
             | {"others_cores": others}
         )
         print(
-            f"{env_id:<22}{n:>6}{n // 2:>6}{fmt(s):>10}{fmt(a):>10}{a / s:>8.2f}x{others:>8.2f}",
+            f"{env_id + case:<30}{n:>6}{n // 2:>6}{fmt(s):>10}{fmt(a):>10}{a / s:>8.2f}x"
+            f"{others:>8.2f}",
             flush=True,
         )
     return rows
@@ -277,7 +327,7 @@ def main(argv=None) -> int:
         results["sync"] = rows
     if "async" in sections:
         print(
-            f"\n{'env (idle)':<22}{'N':>6}{'B':>6}{'sync':>10}{'async':>10}{'ratio':>9}{'others':>8}"
+            f"\n{'env (idle)':<30}{'N':>6}{'B':>6}{'sync':>10}{'async':>10}{'ratio':>9}{'others':>8}"
         )
         results["async"] = async_section(budget, repeats, warmup, rng)
     if "process" in sections:
