@@ -8,6 +8,7 @@ same pre-drawn table of uniform random actions (float32, within the action bound
   cpp-loop   the same native envs and pool stepped by a C++ loop (`_native_loop_seconds`), no Python
   fb-sync    fastbatch.make(id, N, num_workers=T): env.step(actions)
   fb-async   the same in async mode, batch_size = N / 2: a steady recv()/send() loop
+  fb-clock   fb-sync with MuJoCo's profiling clock left on (as before fastbatch removed it)
   envpool    EnvPool sync mode, batch_size = N, num_threads = T (if `envpool` is installed)
   gym-sync   gymnasium.make_vec(id, N, vectorization_mode="sync"): gymnasium's own envs
 
@@ -15,7 +16,8 @@ Figures are env steps per second over `--repeats` rounds (`--stat`: the median, 
 which is the least disturbed by other processes on a shared machine); each round times every
 contender once in turn for `--budget` seconds, so many short rounds spread other load over the
 contenders alike. The JSON keeps every run. The ratios
-printed are fb-sync's: over EnvPool, over the C++ loop and over gymnasium's SyncVectorEnv.
+printed are fb-sync's: over EnvPool, over the C++ loop, over gymnasium's SyncVectorEnv, fb-async
+over fb-sync, and fb-sync over fb-clock (what removing the profiling clock gained).
 gymnasium's envs are timed with the profiling clock that `import mujoco` installs (MuJoCo calls
 it around every stage of mj_step), as its users run them; fastbatch's envs without it, as
 `fastbatch.make` leaves the process (EnvPool bundles its own MuJoCo, whose clock is unset).
@@ -54,7 +56,8 @@ ENV_IDS = [
     "InvertedPendulum-v5",
     "InvertedDoublePendulum-v5",
 ]
-METHODS = ["cpp-loop", "fb-sync", "fb-async", "envpool", "gym-sync"]
+METHODS = ["cpp-loop", "fb-sync", "fb-async", "fb-clock", "envpool", "gym-sync"]
+CLOCKED = ("fb-clock", "gym-sync")  # timed with the clock `import mujoco` installs
 
 
 def timed(step, table: np.ndarray, budget: float) -> float:
@@ -81,7 +84,7 @@ class Contender:
             self.env_type = REGISTRY.resolve(env_id)[0]
             self.threads = threads
             return
-        if method == "fb-sync":
+        if method in ("fb-sync", "fb-clock"):
             env = fastbatch.make(env_id, num_envs, seed=0, num_workers=threads)
             env.reset()
             self.step, self.close = env.step, env.close
@@ -125,7 +128,7 @@ class Contender:
         # users get it: gymnasium's envs with the clock `import mujoco` installs, fastbatch's
         # without it (fastbatch.make removes it: fastbatch.mujoco.drop_default_timer).
         mujoco.set_mjcb_time(None)
-        if self.method != "gym-sync":
+        if self.method not in CLOCKED:
             fb_mujoco.drop_default_timer()
         if self.method == "cpp-loop":
             loop = _core._native_loop_seconds
@@ -196,7 +199,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     fb_mujoco.register()
     methods = [m for m in args.methods.split(",") if m]
-    names = ("fb/envpool", "fb/cpp-loop", "fb/gym-sync", "async/sync")
+    names = ("fb/envpool", "fb/cpp-loop", "fb/gym-sync", "async/sync", "sync/clock")
     header = f"{'env':<27}" + "".join(f"{m:>11}" for m in methods)
     header += "".join(f"{n:>13}" for n in names)
     print(
@@ -217,6 +220,7 @@ def main(argv=None) -> int:
             ratio(fb, row.get("cpp-loop")),
             ratio(fb, row.get("gym-sync")),
             ratio(row.get("fb-async"), fb),
+            ratio(fb, row.get("fb-clock")),
         ]
         print(
             f"{env_id:<27}"
