@@ -268,8 +268,9 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
 
         In sync mode (``batch_size == num_envs``) ``send`` + ``recv`` is ``step``.
         """
-        self._check_stepable()
-        if not self.is_async:
+        if self.closed or not self._reset_called or self._broken or self._owner_pid != _pid:
+            self._check_stepable()  # raises the rule's error
+        if self.batch_size == self.num_envs:
             if self._pending_actions is not None:
                 raise AsyncStateError("send() twice without recv()")
             if env_ids is not None and not np.array_equal(np.asarray(env_ids), self._all_ids):
@@ -285,8 +286,9 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
     def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Waits for ``batch_size`` sent envs and returns their step results in completion
         order; ``info["env_id"]`` gives the env of each row."""
-        self._check_stepable()
-        if not self.is_async:
+        if self.closed or not self._reset_called or self._broken or self._owner_pid != _pid:
+            self._check_stepable()  # raises the rule's error
+        if self.batch_size == self.num_envs:
             if self._pending_actions is None:
                 raise AsyncStateError("recv() without a pending send()")
             actions, self._pending_actions = self._pending_actions, None

@@ -20,6 +20,9 @@ from fastbatch.registry import REGISTRY, spec_from_dict
 
 __all__ = ["NativeVectorEnv", "RolloutBinding"]
 
+_NO_IDS = np.empty(0, dtype=np.int64)  # async: no env waits for actions
+_NO_IDS.flags.writeable = False
+
 
 @dataclass(frozen=True)
 class RolloutBinding:
@@ -154,7 +157,7 @@ class NativeVectorEnv(BatchVectorEnv):
             self._check_disabled_autoreset(np.asarray(ids, dtype=np.int64))
         self._pool.send(actions, ids)
         if env_ids is None:
-            self._idle_ids = self._idle_ids[:0]
+            self._idle_ids = _NO_IDS
 
     def _recv_envs(self):
         obs, reward, terminated, truncated, ids, ended = self._pool.recv()
