@@ -14,6 +14,10 @@ class PPOConfig:
 
     env_id: str = "CartPole-v1"
     """Env id: a native fastbatch id, or any gymnasium id (run in worker processes)."""
+    env_kwargs: tuple[tuple[str, Any], ...] = ()
+    """The env's own parameters, passed to fastbatch.make for training and evaluation (e.g.
+    Ant-v5's include_cfrc_ext_in_observation); a dict is accepted and kept as sorted pairs, so
+    the config stays frozen and hashable. `--set` takes a JSON object: env_kwargs={"k": false}."""
     num_envs: int = 16
     """Envs stepped together; one rollout holds num_envs * rollout_steps transitions."""
     rollout_steps: int = 128
@@ -100,6 +104,7 @@ class PPOConfig:
     """Training episodes averaged for the reported return."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "env_kwargs", _env_kwargs(self.env_kwargs))
         positive = (
             "num_envs",
             "rollout_steps",
@@ -152,7 +157,9 @@ class PPOConfig:
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), indent=2)
+        data = dataclasses.asdict(self)
+        data["env_kwargs"] = dict(self.env_kwargs)  # a JSON object, as --set takes it
+        return json.dumps(data, indent=2)
 
     @classmethod
     def from_json(cls, text: str) -> PPOConfig:
@@ -162,6 +169,41 @@ class PPOConfig:
         for name in ("policy_layers", "value_layers"):
             data[name] = tuple(data[name])
         return cls(**data)
+
+
+# Keyword arguments that make_env sets from other fields; env_kwargs may not repeat them.
+_MAKE_KEYWORDS = (
+    "autoreset_mode",
+    "backend",
+    "num_envs",
+    "num_threads",
+    "num_workers",
+    "seed",
+    "stats_key",
+)
+
+
+def _frozen(value: Any) -> Any:
+    """A JSON value with its lists as tuples (a range kwarg such as healthy_z_range)."""
+    return tuple(_frozen(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+def _env_kwargs(value: Any) -> tuple[tuple[str, Any], ...]:
+    """env_kwargs as sorted (name, value) pairs, from a mapping or from pairs."""
+    try:
+        pairs = dict(value).items()
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"env_kwargs must be a mapping of parameter names to values, got {value!r}"
+        ) from None
+    for key, _ in pairs:
+        if not isinstance(key, str):
+            raise ValueError(f"env_kwargs names must be strings, got {key!r}")
+        if key in _MAKE_KEYWORDS:
+            raise ValueError(
+                f"env_kwargs may not set {key!r}: the trainer sets it (use the config field)"
+            )
+    return tuple(sorted((key, _frozen(v)) for key, v in pairs))
 
 
 PRESETS: dict[str, PPOConfig] = {
@@ -334,6 +376,14 @@ PRESETS: dict[str, PPOConfig] = {
 
 
 def _parse_value(name: str, text: str) -> Any:
+    if name == "env_kwargs":
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"env_kwargs takes a JSON object, got {text!r} ({exc})") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"env_kwargs takes a JSON object, got {text!r}")
+        return value
     kinds = {f.name: f.type for f in fields(PPOConfig)}
     kind = kinds[name]
     if kind == "bool":
