@@ -267,8 +267,9 @@ def test_a_preset_for_the_wrong_action_space_is_refused(tmp_path):
         train(config, tmp_path, progress=False)
 
 
-def test_config_round_trips_through_json():
-    config = resolve("halfcheetah")
+@pytest.mark.parametrize("preset", ["halfcheetah", "ant"])  # ant: env_kwargs
+def test_config_round_trips_through_json(preset):
+    config = resolve(preset)
     assert PPOConfig.from_json(config.to_json()) == config
     assert fastbatch.__version__
 
