@@ -371,8 +371,9 @@ PRESETS: dict[str, PPOConfig] = {
     ),
     # ant: the hopper settings reached 670 (seed 0) in 362 s. Three changes, measured at 1M
     # steps (bench/README.md): the 27-dim observation of the v4 envs the published scores used
-    # (no contact forces), an initial std of 0.37 (log -1; at std 1 the control cost of ~2.7 a
-    # step outweighs the healthy reward of 1 and the return stayed near 0 for 500k steps), and
+    # (no contact forces), an initial std of 0.37 (log -1; at std 1 the control cost of ~2.1 a
+    # step outweighs the healthy reward of 1: the return stayed near 0 for 570k steps, though
+    # that run also had 512-sample minibatches), and
     # 32 envs x 64 steps (the same 2048 a rollout, half the policy calls of 16 x 128: the
     # collection is ~90% of the time) with minibatches of 256.
     "ant": PPOConfig(
