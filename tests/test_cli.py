@@ -202,3 +202,32 @@ def test_result_json_has_null_where_no_episode_ended(tmp_path):
     assert written["train_return"] is None and result["train_return"] is None
     assert written["eval_return"] is None  # eval_episodes=0: not evaluated
     assert written["env_steps"] == 128
+
+
+def test_eval_plays_the_env_as_the_run_that_wrote_the_policy_configured_it(tmp_path, capsys):
+    from fastbatch import cli
+
+    config = resolve(
+        "Pendulum-v1",
+        ['env_kwargs={"max_episode_steps": 5}'],
+        total_steps=64,
+        num_envs=4,
+        rollout_steps=16,
+        minibatches=2,
+        epochs=1,
+        eval_episodes=1,
+        policy_layers=(8,),
+        value_layers=(8,),
+    )
+    train(config, tmp_path, progress=False)
+
+    def returns(*extra: str) -> list[float]:
+        policy = str(tmp_path / "policy")
+        assert cli.main(["eval", policy, "--env", "Pendulum-v1", "--episodes", "2", *extra]) == 0
+        return strict_json(capsys.readouterr().out)["returns"]
+
+    # A Pendulum step costs at most 16.3: five steps at most 81.5, 200 untrained steps far more.
+    assert all(r > -81.5 for r in returns())  # the run's 5-step limit, from its config.json
+    assert all(r < -81.5 for r in returns("--env-kwargs", "{}"))  # explicitly none: 200 steps
+    with pytest.raises(SystemExit, match="--env-kwargs takes a JSON object"):
+        cli.main(["eval", str(tmp_path / "policy"), "--env", "Pendulum-v1", "--env-kwargs", "[]"])

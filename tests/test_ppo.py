@@ -250,6 +250,10 @@ def test_ppo_learns_cartpole_within_a_small_budget(tmp_path):
         ("cartpole", ["policy=lstm"], {}, "policy must be 'mlp' or 'gru'"),
         ("cartpole_novel", ["minibatches=16"], {}, "whole env sequences"),
         ("cartpole_novel", ["gru_size=0"], {}, "gru_size must be a positive integer"),
+        ("pendulum", ["env_kwargs=g=9.8"], {}, "env_kwargs takes a JSON object"),
+        ("pendulum", ["env_kwargs=[1]"], {}, "env_kwargs takes a JSON object"),
+        ("pendulum", [], {"env_kwargs": {"seed": 1}}, "env_kwargs may not set 'seed'"),
+        ("pendulum", [], {"env_kwargs": 3}, "env_kwargs must be a mapping"),
     ],
 )
 def test_bad_configs_are_refused(name, overrides, changes, match):
@@ -263,10 +267,29 @@ def test_a_preset_for_the_wrong_action_space_is_refused(tmp_path):
         train(config, tmp_path, progress=False)
 
 
-def test_config_round_trips_through_json():
-    config = resolve("halfcheetah")
+@pytest.mark.parametrize("preset", ["halfcheetah", "ant"])  # ant: env_kwargs
+def test_config_round_trips_through_json(preset):
+    config = resolve(preset)
     assert PPOConfig.from_json(config.to_json()) == config
     assert fastbatch.__version__
+
+
+def test_env_kwargs_reach_the_env_and_round_trip_through_json(tmp_path):
+    overrides = ['env_kwargs={"max_episode_steps": 5, "g": 9.81}']
+    config = resolve("Pendulum-v1", overrides, **TINY)
+    assert config.env_kwargs == (("g", 9.81), ("max_episode_steps", 5))
+    assert json.loads(config.to_json())["env_kwargs"] == {"g": 9.81, "max_episode_steps": 5}
+    assert PPOConfig.from_json(config.to_json()) == config
+    assert hash(config) == hash(resolve("Pendulum-v1", **TINY, env_kwargs=dict(config.env_kwargs)))
+    env = make_env(config)
+    env.reset()
+    for _ in range(5):
+        *_, truncated, _ = env.step(np.zeros((config.num_envs, 1), np.float32))
+    assert truncated.all()  # the 5-step limit, not Pendulum's 200
+    env.close()
+    result = train(config.replace(total_steps=64), tmp_path, progress=False)
+    saved = PPOConfig.from_json((tmp_path / "config.json").read_text())
+    assert saved.env_kwargs == config.env_kwargs and result["eval_return"] is not None
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "hopper"])  # hopper: float64 obs

@@ -19,6 +19,7 @@ import re
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 # What TensorFlow's C++ side prints while it loads on a machine without a GPU, before its log
 # level applies (absl's preamble and INFO lines such as "Could not find cuda drivers").
@@ -88,6 +89,26 @@ def _train(args) -> int:
     return 0
 
 
+def _eval_env_kwargs(args) -> dict:
+    """--env-kwargs, else the env_kwargs of the run that wrote the policy (its config.json,
+    beside the policy folder) when that run trained on the same env, else none."""
+    if args.env_kwargs is not None:
+        try:
+            kwargs = json.loads(args.env_kwargs)
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"fastbatch eval: --env-kwargs takes a JSON object ({exc})") from None
+        if not isinstance(kwargs, dict):
+            raise SystemExit(f"fastbatch eval: --env-kwargs takes a JSON object, got {kwargs!r}")
+        return kwargs
+    from fastbatch.ppo import PPOConfig
+
+    config_file = Path(args.policy).parent / "config.json"
+    if not config_file.is_file():
+        return {}
+    config = PPOConfig.from_json(config_file.read_text())
+    return dict(config.env_kwargs) if config.env_id == args.env else {}
+
+
 def _eval(args) -> int:
     if args.episodes < 1:
         raise SystemExit("fastbatch eval: --episodes must be at least 1")
@@ -103,7 +124,8 @@ def _eval(args) -> int:
             check_recordable(args.env)
         except ValueError as exc:
             raise SystemExit(f"fastbatch eval: {exc}") from None
-    returns = evaluate_saved(args.policy, args.env, args.episodes, seed=args.seed)
+    env_kwargs = _eval_env_kwargs(args)
+    returns = evaluate_saved(args.policy, args.env, args.episodes, seed=args.seed, **env_kwargs)
     result = {
         "env_id": args.env,
         "episodes": len(returns),
@@ -113,7 +135,12 @@ def _eval(args) -> int:
     if args.video:
         try:
             video_returns = record_video(
-                load_policy(args.policy), args.env, args.video, args.video_episodes, args.seed
+                load_policy(args.policy),
+                args.env,
+                args.video,
+                args.video_episodes,
+                args.seed,
+                env_kwargs,
             )
         except (ValueError, RuntimeError) as exc:
             raise SystemExit(f"fastbatch eval: {exc}") from None
@@ -149,6 +176,12 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--env", required=True, help="env id")
     e.add_argument("--episodes", type=int, default=10)
     e.add_argument("--seed", type=int, default=0)
+    e.add_argument(
+        "--env-kwargs",
+        metavar="JSON",
+        help="the env's own parameters, a JSON object (default: the env_kwargs in the config.json "
+        "of the run that wrote POLICY, if it trained on --env)",
+    )
     e.add_argument(
         "--video",
         metavar="FILE",

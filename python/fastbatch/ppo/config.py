@@ -14,6 +14,10 @@ class PPOConfig:
 
     env_id: str = "CartPole-v1"
     """Env id: a native fastbatch id, or any gymnasium id (run in worker processes)."""
+    env_kwargs: tuple[tuple[str, Any], ...] = ()
+    """The env's own parameters, passed to fastbatch.make for training and evaluation (e.g.
+    Ant-v5's include_cfrc_ext_in_observation); a dict is accepted and kept as sorted pairs, so
+    the config stays frozen and hashable. `--set` takes a JSON object: env_kwargs={"k": false}."""
     num_envs: int = 16
     """Envs stepped together; one rollout holds num_envs * rollout_steps transitions."""
     rollout_steps: int = 128
@@ -100,6 +104,7 @@ class PPOConfig:
     """Training episodes averaged for the reported return."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "env_kwargs", _env_kwargs(self.env_kwargs))
         positive = (
             "num_envs",
             "rollout_steps",
@@ -152,7 +157,9 @@ class PPOConfig:
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), indent=2)
+        data = dataclasses.asdict(self)
+        data["env_kwargs"] = dict(self.env_kwargs)  # a JSON object, as --set takes it
+        return json.dumps(data, indent=2)
 
     @classmethod
     def from_json(cls, text: str) -> PPOConfig:
@@ -162,6 +169,41 @@ class PPOConfig:
         for name in ("policy_layers", "value_layers"):
             data[name] = tuple(data[name])
         return cls(**data)
+
+
+# Keyword arguments that make_env sets from other fields; env_kwargs may not repeat them.
+_MAKE_KEYWORDS = (
+    "autoreset_mode",
+    "backend",
+    "num_envs",
+    "num_threads",
+    "num_workers",
+    "seed",
+    "stats_key",
+)
+
+
+def _frozen(value: Any) -> Any:
+    """A JSON value with its lists as tuples (a range kwarg such as healthy_z_range)."""
+    return tuple(_frozen(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
+def _env_kwargs(value: Any) -> tuple[tuple[str, Any], ...]:
+    """env_kwargs as sorted (name, value) pairs, from a mapping or from pairs."""
+    try:
+        pairs = dict(value).items()
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"env_kwargs must be a mapping of parameter names to values, got {value!r}"
+        ) from None
+    for key, _ in pairs:
+        if not isinstance(key, str):
+            raise ValueError(f"env_kwargs names must be strings, got {key!r}")
+        if key in _MAKE_KEYWORDS:
+            raise ValueError(
+                f"env_kwargs may not set {key!r}: the trainer sets it (use the config field)"
+            )
+    return tuple(sorted((key, _frozen(v)) for key, v in pairs))
 
 
 PRESETS: dict[str, PPOConfig] = {
@@ -262,19 +304,25 @@ PRESETS: dict[str, PPOConfig] = {
     # MuJoCo locomotion on fastbatch's native MuJoCo envs (fastbatch.mujoco, the `mujoco` extra):
     # gymnasium's v5 envs in C++, float64 observations, stepped by the rollout op.
     # halfcheetah: rl-baselines3-zoo's tuned HalfCheetah PPO (small initial std, ReLU 256x256,
-    # small steps: 20 epochs of 64-sample minibatches at lr 2e-5), on 8 envs x 64 steps.
+    # gamma 0.98, lambda 0.92) with a quarter of its update work. The zoo's own update (8 envs x
+    # 64 steps, 20 epochs of 64-sample minibatches at lr 2e-5, clip 0.1) scored 6409/6667 in
+    # 380/388 s, ~75% of it in the update (bench/README.md). Here 32 envs x 64 steps (a quarter
+    # of the updates, ~45 s of collection), 5 epochs of 256-sample minibatches at lr 2e-4, and
+    # clip 0.2, since with 4x fewer updates the clip bounded how far the policy moved (at 10
+    # epochs, lr 1e-4: 5177 with clip 0.1, 5820 with 0.2). Seeds 0-2: 5923/5341/4983 in
+    # 125/112/122 s.
     "halfcheetah": PPOConfig(
         env_id="HalfCheetah-v5",
         backend="native",
-        num_envs=8,
+        num_envs=32,
         rollout_steps=64,
         total_steps=1_000_000,
         gamma=0.98,
         gae_lambda=0.92,
-        learning_rate=2.0633e-5,
-        epochs=20,
+        learning_rate=2e-4,
+        epochs=5,
         minibatches=8,
-        clip_ratio=0.1,
+        clip_ratio=0.2,
         entropy_coef=0.000401762,
         value_coef=0.58096,
         max_grad_norm=0.8,
@@ -306,34 +354,53 @@ PRESETS: dict[str, PPOConfig] = {
         epochs=10,
         minibatches=32,
     ),
-    # humanoid: the hopper/walker2d/ant settings (CleanRL's continuous-control defaults on 8
-    # envs: 2048 steps an update, 10 epochs of 64-sample minibatches); not tuned yet.
+    # humanoid: the ant settings below, on gymnasium's default observation (348 dims); an initial
+    # std of 0.37 fits the actions' range of +-0.4 (std 1 would clip most samples to its ends).
+    # Not tuned; one run (seed 0, 1M steps): 1305 in 406 s, still rising (CleanRL: 716).
     "humanoid": PPOConfig(
         env_id="Humanoid-v5",
         backend="native",
-        num_envs=8,
-        rollout_steps=256,
+        num_envs=32,
+        rollout_steps=64,
         total_steps=1_000_000,
         learning_rate=3e-4,
         anneal_lr=True,
         epochs=10,
-        minibatches=32,
+        minibatches=8,
+        init_log_std=-1.0,
     ),
+    # ant: the hopper settings reached 670 (seed 0) in 362 s. Three changes, measured at 1M
+    # steps (bench/README.md): the 27-dim observation of the v4 envs the published scores used
+    # (no contact forces), an initial std of 0.37 (log -1; at std 1 the control cost of ~2.1 a
+    # step outweighs the healthy reward of 1: the return stayed near 0 for 570k steps, though
+    # that run also had 512-sample minibatches), and
+    # 32 envs x 64 steps (the same 2048 a rollout, half the policy calls of 16 x 128: the
+    # collection is ~90% of the time) with minibatches of 256.
     "ant": PPOConfig(
         env_id="Ant-v5",
+        env_kwargs={"include_cfrc_ext_in_observation": False},
         backend="native",
-        num_envs=8,
-        rollout_steps=256,
+        num_envs=32,
+        rollout_steps=64,
         total_steps=1_000_000,
         learning_rate=3e-4,
         anneal_lr=True,
         epochs=10,
-        minibatches=32,
+        minibatches=8,
+        init_log_std=-1.0,
     ),
 }
 
 
 def _parse_value(name: str, text: str) -> Any:
+    if name == "env_kwargs":
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"env_kwargs takes a JSON object, got {text!r} ({exc})") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"env_kwargs takes a JSON object, got {text!r}")
+        return value
     kinds = {f.name: f.type for f in fields(PPOConfig)}
     kind = kinds[name]
     if kind == "bool":

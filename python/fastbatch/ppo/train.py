@@ -36,6 +36,7 @@ PROGRESS_COLUMNS = ("env_steps", "seconds", "mean_return")
 
 def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = None):
     kwargs: dict[str, Any] = {
+        **dict(config.env_kwargs),
         "autoreset_mode": "same_step",
         "seed": config.seed if seed is None else seed,
         "stats_key": "episode",

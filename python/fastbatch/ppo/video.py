@@ -37,11 +37,12 @@ def record_video(
     path: str | Path,
     episodes: int = 1,
     seed: int = 0,
+    env_kwargs: dict | None = None,
 ) -> list[float]:
     """Plays `episodes` episodes of gymnasium's `env_id` with `policy` (a batch of float32
     observations and of episode-start flags -> a batch of actions, as `export.Player`), writes
-    their frames to `path`; returns their returns."""
-    env = _rendering_env(env_id)
+    their frames to `path`; returns their returns. `env_kwargs` go to gymnasium.make."""
+    env = _rendering_env(env_id, env_kwargs or {})
     returns: list[float] = []
     try:
         frames = _play(env, policy, episodes, seed, returns)
@@ -56,7 +57,7 @@ def check_recordable(env_id: str) -> None:
     _rendering_env(env_id).close()
 
 
-def _rendering_env(env_id: str) -> gymnasium.Env:
+def _rendering_env(env_id: str, env_kwargs: dict | None = None) -> gymnasium.Env:
     name = env_id.removeprefix("fastbatch/")
     try:
         spec = gymnasium.spec(name)
@@ -73,7 +74,7 @@ def _rendering_env(env_id: str) -> gymnasium.Env:
     # sound server they print "XDG_RUNTIME_DIR is invalid". Yours win if set.
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-    env = gymnasium.make(name, render_mode="rgb_array")
+    env = gymnasium.make(name, render_mode="rgb_array", **(env_kwargs or {}))
     if env.render_mode != "rgb_array":
         env.close()
         raise ValueError(f"cannot record {env_id}: it has no rgb_array renderer")
