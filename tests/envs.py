@@ -257,7 +257,7 @@ class WholeBatch(gymnasium.vector.VectorWrapper):
 
 
 def gather(parts: list[tuple], num_envs: int) -> tuple:
-    """`recv()` results (rows in completion order, named by info["env_id"]) as one step of
+    """`recv()` results (rows named by info["env_id"]) as one step of
     `num_envs` envs in env order: arrays row by row, infos key by key with their masks."""
     arrays = [np.empty((num_envs, *a.shape[1:]), a.dtype) for a in parts[0][:4]]
     info: dict[str, Any] = {}
@@ -332,7 +332,7 @@ class Backend:
     name: str
     make: Callable[..., gymnasium.vector.VectorEnv]
     make_async: Callable[..., gymnasium.vector.VectorEnv] | None = None
-    is_async: bool = False  # make() steps an async env (rows come back in completion order)
+    is_async: bool = False  # make() steps an async env (recv returns the first envs to finish)
 
     def recording(self, made: list) -> Backend:
         """This backend, appending every env it makes to `made` (for the fixture to close)."""

@@ -208,6 +208,23 @@ def test_native_variable_cost_envs_follow_their_sync_trajectories(num_workers, b
     env.close()
 
 
+@pytest.mark.parametrize(("num_envs", "batch_size"), [(12, 6), (200, 100), (400, 7)])
+def test_native_recv_rows_come_in_env_id_order(num_envs, batch_size):
+    # Costs vary by env and over time, so envs finish out of order; rows still ascend by id
+    # (both sorts: a counting sort for large batches, a comparison sort for small ones).
+    env = fastbatch.make("_TestVariableCost-v0", num_envs, batch_size=batch_size, seed=0)
+    env.reset()
+    env.send(np.zeros(num_envs, dtype=np.int64))
+    seen = set()
+    for _ in range(300):
+        ids = env.recv()[4]["env_id"]  # (rows match their ids: the trajectory tests above)
+        assert len(ids) == batch_size and (np.diff(ids) > 0).all()
+        seen.update(ids.tolist())
+        env.send(np.ones(batch_size, dtype=np.int64))
+    assert len(seen) > batch_size  # not always the same envs
+    env.close()
+
+
 def test_native_send_checks_env_ids():
     env = fastbatch.make("CartPole-v1", num_envs=4, batch_size=2, seed=0, num_workers=2)
     env.reset()

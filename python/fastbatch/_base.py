@@ -284,8 +284,8 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
             raise
 
     def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """Waits for ``batch_size`` sent envs and returns their step results in completion
-        order; ``info["env_id"]`` gives the env of each row."""
+        """Waits for the first ``batch_size`` sent envs to finish and returns their step
+        results; ``info["env_id"]`` gives the env of each row (native: in env id order)."""
         if self.closed or not self._reset_called or self._broken or self._owner_pid != _pid:
             self._check_stepable()  # raises the rule's error
         if self.batch_size == self.num_envs:

@@ -110,7 +110,7 @@ class _VectorPool:
         int,
     ]:
         """Async: waits for ``batch_size`` envs; ``(obs, reward, terminated, truncated, env_ids,
-        episodes_ended)`` in completion order."""
+        episodes_ended)`` of the first envs to finish, rows in env id order."""
     def seed(self, seeds: list[int | None]) -> None:
         """Seeds env ``i`` with ``seeds[i]`` (a non-negative int of any size) as
         ``numpy.random.default_rng(seeds[i])`` would; None keeps that env's generator running."""

@@ -89,7 +89,7 @@ class PyVectorPool {
   // Async mode: queues one step of each env in env_ids with its row of actions.
   void Send(py::handle actions, py::handle env_ids);
   // Async mode: waits for batch_size envs; returns (obs, reward, terminated, truncated,
-  // env_ids, episodes ended), rows in completion order.
+  // env_ids, episodes ended) of the first batch_size envs to finish, rows in env id order.
   py::tuple Recv();
   // (done, return, length, seconds) rows of the last step or recv, as fresh arrays.
   py::tuple EpisodeStats();

@@ -21,7 +21,7 @@
 // their ids on a lock-free done ring (the caller inside Recv, while results are missing); a
 // thread takes from another's ring when that ring's front was sent before its own's (so no
 // env waits behind later ones) or its own is empty. Recv takes batch_size ids from the done
-// ring in completion order. The ThreadTuner times
+// ring in completion order and returns them sorted by id. The ThreadTuner times
 // recv cycles and parks async threads when fewer measure faster (the caller then steps
 // everything). A waiting thread spins, then yields, then sleeps on a futex word that is
 // signalled only when someone sleeps on it.
@@ -125,9 +125,10 @@ class VectorPool {
   // std::invalid_argument for a bad id (nothing is queued then).
   void Send(const int64_t* env_ids, int64_t count, const void* actions);
   // Waits until batch_size sent envs have finished (stepping queued envs itself meanwhile) and
-  // writes their results, in completion order, to rows [0, batch_size) of `out` and their ids
-  // to `env_ids`. Returns how many episodes ended. Throws AsyncStateError when fewer than
-  // batch_size envs are in flight, and EnvError naming the lowest failed env of the batch.
+  // writes the results of the first batch_size to finish, in env id order, to rows
+  // [0, batch_size) of `out` and their ids to `env_ids`. Returns how many episodes ended. Throws
+  // AsyncStateError when fewer than batch_size envs are in flight, and EnvError naming the lowest
+  // failed env of the batch.
   int64_t Recv(const BatchOut& out, int64_t* env_ids);
 
   // Episode statistics of the last Step (stats_rows() == num_envs, row = env) or Recv
@@ -194,6 +195,8 @@ class VectorPool {
   int Home(int64_t env) const;  // the job ring env is queued on
   // Waits (stepping queued envs meanwhile) until done positions [done_head_, end) are filled.
   void WaitForDone(int64_t end);
+  // Sorts a recv's ids ascending (see Recv).
+  void SortIds(int64_t* ids, int64_t count);
   void DrainAsync();
   void StopAsync();
 
@@ -288,6 +291,7 @@ class VectorPool {
   std::vector<uint8_t> in_flight_;
   int64_t num_in_flight_ = 0;
   std::vector<int64_t> help_ids_;  // the caller's claimed job ids while it helps
+  std::vector<uint8_t> id_marks_;  // SortIds' scratch: one byte per env, zero between calls
   std::vector<uint8_t> stage_actions_, stage_obs_, stage_terminated_, stage_truncated_;
   std::vector<float> stage_reward_;
   std::vector<fb_error> env_errors_;
