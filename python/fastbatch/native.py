@@ -294,9 +294,12 @@ class NativeVectorEnv(BatchVectorEnv):
 
     # ------------------------------------------------------------------ internals
     def _episode_info(self) -> dict[str, Any]:
+        same_step = self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+        if self._stats_key is None and not same_step:
+            return {}  # nothing to report: skip copying the statistics out
         done, ret, length, elapsed = self._pool.episode_stats()
         info = episode_info(done, ret, length, elapsed, self._stats_key)
-        if self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP:
+        if same_step:
             final = self._pool.final_obs()
             for i in np.flatnonzero(done):
                 info = add_info(info, {"final_obs": final[i], "final_info": {}}, int(i), len(done))
