@@ -18,8 +18,12 @@ set up by `tf.distribute.MultiWorkerMirroredStrategy`. Ring reduction sums each 
 and then copies it to every worker, so all workers receive the same bits; gathers concatenate
 in rank order. Each call site has its own fixed instance key (`Key`), and TensorFlow runs a
 function's stateful ops in program order, so every worker issues the same collectives in the
-same order. Every collective waits at most ``timeout`` seconds for its peers; the coordination
-service's heartbeats abort the collectives of a worker whose peer died.
+same order. The coordination service's heartbeats (10 s) abort the collectives of a worker
+whose peer died or vanished, and a watchdog ends a worker whose update has not completed for
+``timeout`` seconds (a stalled peer). The collectives themselves carry no timeout: TensorFlow
+parks a thread for the length of each collective's timeout (``SchedClosureAfter`` in its
+collective pool), so at hundreds of collectives a second the threads would pile up by tens of
+thousands.
 
 `LocalSync` is the same interface for one process, without communication: the single-process
 trainer's graph is the one it always was.
@@ -36,6 +40,9 @@ import enum
 import json
 import os
 import re
+import sys
+import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,7 +85,8 @@ class PeerLostError(RuntimeError):
 @dataclass(frozen=True)
 class Cluster:
     """Where this worker sits: ``workers`` are "host:port" addresses in rank order (rank 0 is
-    the chief, which alone writes the run's files); ``timeout`` bounds every wait (seconds)."""
+    the chief, which alone writes the run's files); ``timeout`` bounds every wait (seconds):
+    joining the cluster, and the start-up or one update (the watchdog)."""
 
     workers: tuple[str, ...]
     rank: int
@@ -147,6 +155,12 @@ class LocalSync:
         """The last `window` episodes of every worker: (returns, lengths), rank by rank."""
         return list(returns[-window:]), list(lengths[-window:])
 
+    def beat(self) -> None:
+        """An update completed (restarts the watchdog's clock)."""
+
+    def close(self) -> None:
+        """No more exchanges (stops the watchdog)."""
+
 
 class CollectiveSync(LocalSync):
     """`LocalSync`'s interface over a cluster of worker processes (see the module docstring).
@@ -161,6 +175,13 @@ class CollectiveSync(LocalSync):
         self.rank = cluster.rank
         self.is_chief = cluster.rank == 0
         self._gather_fn = {}
+        self._watchdog = _Watchdog(cluster)
+
+    def beat(self) -> None:
+        self._watchdog.last = time.monotonic()
+
+    def close(self) -> None:
+        self._watchdog.stop.set()
 
     def _collective(self, op, **kwargs):
         return op(
@@ -168,7 +189,6 @@ class CollectiveSync(LocalSync):
             group_key=_GROUP_KEY,
             ordering_token=[],
             communication_hint="ring",
-            timeout_seconds=float(self.cluster.timeout),
             **kwargs,
         )
 
@@ -221,6 +241,28 @@ class CollectiveSync(LocalSync):
         return self._gather_fn[key](x)
 
 
+class _Watchdog:
+    """Ends the process (status PEER_LOST_EXIT, a line on stderr) when no update has completed
+    for ``cluster.timeout`` seconds: a peer that stalls leaves this worker blocked in a
+    collective that nothing else would end."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.last = time.monotonic()
+        self.stop = threading.Event()
+        threading.Thread(target=self._run, daemon=True, name="fastbatch-watchdog").start()
+
+    def _run(self) -> None:
+        while not self.stop.wait(min(1.0, self.cluster.timeout / 10)):
+            if time.monotonic() - self.last > self.cluster.timeout:
+                sys.stderr.write(
+                    f"fastbatch train: worker {self.cluster.rank}: no update completed in "
+                    f"{self.cluster.timeout:g} s (--timeout): a peer stalled or died\n"
+                )
+                sys.stderr.flush()
+                os._exit(PEER_LOST_EXIT)
+
+
 def connect(cluster: Cluster) -> CollectiveSync:
     """Joins the cluster: starts this worker's gRPC server and waits (at most
     ``cluster.timeout`` s) until every worker has registered. Must run before any other
@@ -247,8 +289,7 @@ def connect(cluster: Cluster) -> CollectiveSync:
     except (ImportError, AttributeError, TypeError):
         pass
     options = tf.distribute.experimental.CommunicationOptions(
-        implementation=tf.distribute.experimental.CommunicationImplementation.RING,
-        timeout_seconds=cluster.timeout,
+        implementation=tf.distribute.experimental.CommunicationImplementation.RING
     )
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     try:
@@ -272,9 +313,6 @@ def describe_failure(exc: BaseException, cluster: Cluster) -> str:
         names = ", ".join(f"worker {i} ({cluster.workers[i]})" for i in lost)
         return f"worker {cluster.rank} lost contact with {names}: it died or cannot be reached"
     if isinstance(exc, tf.errors.DeadlineExceededError) or "timed out" in text:
-        return (
-            f"worker {cluster.rank}: a collective waited more than {cluster.timeout:g} s for "
-            "its peers: a worker stalled or died"
-        )
+        return f"worker {cluster.rank}: its peers did not answer in time: a worker stalled or died"
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return f"worker {cluster.rank}: a collective failed ({first})"

@@ -188,6 +188,7 @@ def train(
             t1 = time.perf_counter()
             metrics = {k: float(v) for k, v in agent.update(actions).items()}
             t2 = time.perf_counter()
+            sync.beat()
             done_updates = int(agent.updates.numpy())
             env_steps = int(agent.env_steps.numpy())
             window, lengths = sync.gather_episodes(
@@ -215,6 +216,7 @@ def train(
             ):
                 manager.save(checkpoint_number=done_updates)
     finally:
+        sync.close()
         bar.close()
         summaries.close()
         curve_out.close()
