@@ -2,7 +2,7 @@
 
     python bench/allreduce.py [--workers 2] [--rounds 15] [--nets 64,64 256,256]
                               [--shape pendulum|halfcheetah] [--json FILE]
-    python bench/allreduce.py --model FILE [FILE ...]
+    python bench/allreduce.py --model FILE [FILE ...] [--step-us US]
 
 For each network (the policy's and the value's hidden layers), starts `--workers` local worker
 processes (the trainer's own collectives, distribute.py, over gRPC on localhost) and in each:
@@ -26,7 +26,8 @@ fixed cost a plus S/N bytes at the bandwidth B, 1/B = 1/B_link + 1/B_sw. a and B
 TensorFlow's gRPC path costs on a host) come from the two network sizes measured locally with
 2 workers (2 steps of S/2: t = 2a + S/B_sw); a gains the link's one-way latency. Per update:
 epochs x minibatches such all-reduces, against the update's compute measured here (one
-process), which does not change with N: each worker keeps its own batch.
+process), which does not change with N: each worker keeps its own batch. ``--step-us`` replaces
+the measured a with an assumed one (a what-if, e.g. for hosts whose cores are not all busy).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def preset_params(obs: int, act: int, layers, gru: int, discrete: bool) -> int:
     return core + policy + mlp([features, *layers, 1])
 
 
-def model(files: list[str]) -> None:
+def model(files: list[str], step_us: float | None = None) -> None:
     rows = [row for f in files for row in json.loads(Path(f).read_text())]
     base = sorted((r for r in rows if r["shape"] == "pendulum"), key=lambda r: r["bytes"])
     small, large = base[0], base[-1]
@@ -90,13 +91,16 @@ def model(files: list[str]) -> None:
         f"anchors (2 local workers): a = {step * 1e6:.0f} us a step, B_sw = "
         f"{1 / seconds_per_byte / 1e9:.2f} GB/s (from {small['layers']} and {large['layers']})"
     )
+    if step_us is not None:
+        step = step_us * 1e-6
+        print(f"what-if: a = {step_us:g} us a step")
     compute = {("pendulum", "64,64"): "pendulum", ("halfcheetah", "256,256"): "halfcheetah"}
     measured = {compute[k]: r for r in rows if (k := (r["shape"], r["layers"])) in compute}
     sizes = (2, 4, 8, 16, 32, 64)
     print(
-        f"{'preset':<15}{'params':>8}{'KiB':>7}{'AR/upd':>7} link   "
+        f"{'preset':<13}{'params':>7}{'KiB':>5}{'AR/upd':>7} link  "
         + "".join(f"{'N=' + str(n):>14}" for n in sizes)
-        + "   update (1 proc)"
+        + "  update (1 proc)"
     )
     for name, (obs, act, layers, gru, per_update, discrete) in PRESET_NETS.items():
         params = preset_params(obs, act, layers, gru, discrete)
@@ -108,14 +112,11 @@ def model(files: list[str]) -> None:
             for n in sizes:
                 one = 2 * (n - 1) * (step + latency) + 2 * (n - 1) / n * size * per_byte
                 total = per_update * one * 1e3
-                share = f" {total / (total + update):4.0%}" if update else ""
-                cells.append(f"{total:7.1f}ms{share}" if share else f"{total:9.1f}ms")
-            head = (
-                f"{name:<15}{params:>8}{size / 1024:>7.1f}{per_update:>7}"
-                if link == "10GbE"
-                else " " * 37
-            )
-            tail = f"   {update:.0f} ms" if update and link == "10GbE" else ""
+                share = f" {total / (total + update):.0%}" if update else ""
+                cells.append(f"{total:.0f}ms{share}")
+            first = link == "10GbE"
+            head = f"{name:<13}{params:>7}{size / 1024:>5.0f}{per_update:>7}" if first else " " * 32
+            tail = f"  {update:.0f} ms" if update and first else ""
             print(f"{head} {link:<6}" + "".join(f"{c:>14}" for c in cells) + tail)
 
 
@@ -196,10 +197,11 @@ def main(argv=None) -> int:
     parser.add_argument("--shape", choices=list(SHAPES), default="pendulum")
     parser.add_argument("--json", default="bench/results/allreduce.json")
     parser.add_argument("--model", nargs="+", metavar="FILE", help="print the scaling model")
+    parser.add_argument("--step-us", type=float, help="--model: assume this cost a ring step")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.model:
-        model(args.model)
+        model(args.model, args.step_us)
         return 0
     if args.worker:
         worker(json.loads(args.worker))

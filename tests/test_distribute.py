@@ -72,7 +72,37 @@ def _agent_worker(out: str, workers: list[str], rank: int, config_json: str, upd
     # Each worker's own: its envs' observations and discounted returns.
     own = {"obs": agent.rollout.arrays["obs"], "running_return": agent.running_return.numpy()}
     own["threads"] = np.array(threads)
+    if sync.world_size == 2:
+        own["loop_means"] = _means_in_nested_loops(sync)
     np.savez(out, **own, **saved)
+
+
+def _means_in_nested_loops(sync):
+    """All-reduces from inside two nested while loops (as the update's epochs and minibatches
+    issue them), rank 1 lagging behind at every step: each must meet its own iteration's peer.
+    Returns the mean of ``(10 * epoch + k) * (rank + 1)`` for each (epoch, k)."""
+    import tensorflow as tf
+
+    def lag(x):
+        if sync.rank == 1:
+            time.sleep(0.005)
+        return x
+
+    @tf.function(autograph=False)
+    def run():
+        def epoch_body(e, out):
+            def step_body(k, out):
+                value = tf.cast(10 * e + k, tf.float32) * float(sync.rank + 1) * tf.ones([999])
+                value = tf.numpy_function(lag, [value], tf.float32, stateful=True)
+                (mean,) = sync.mean([tf.ensure_shape(value, [999])], 60)  # a key of its own
+                return k + 1, out.write(3 * e + k, mean[0])
+
+            return (e + 1, tf.while_loop(lambda k, _: k < 3, step_body, (0, out))[1])
+
+        start = (0, tf.TensorArray(tf.float32, 12))
+        return tf.while_loop(lambda e, _: e < 4, epoch_body, start)[1].stack()
+
+    return np.stack([run().numpy() for _ in range(2)])
 
 
 def _spawn(tmp_path: Path, workers: list[str], rank: int, config, updates: int):
@@ -88,12 +118,18 @@ def _spawn(tmp_path: Path, workers: list[str], rank: int, config, updates: int):
 
 
 def _finish(procs) -> list[dict[str, np.ndarray]]:
-    for proc, _ in procs:
-        assert proc.wait(timeout=120) == 0
+    try:
+        codes = [proc.wait(timeout=120) for proc, _ in procs]
+    finally:
+        for proc, _ in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert codes == [0] * len(procs)
     return [dict(np.load(out)) for _, out in procs]
 
 
-def _same_bits(a: dict, b: dict, skip=("obs", "running_return", "threads")) -> list[str]:
+def _same_bits(a: dict, b: dict, skip=("obs", "running_return", "threads", "loop_means")):
     """Names of the arrays that differ in any bit."""
     return [k for k in a if k not in skip and a[k].tobytes() != b[k].tobytes()]
 
@@ -119,6 +155,12 @@ def test_two_workers_hold_bitwise_identical_parameters_and_statistics(runs):
     assert not np.array_equal(first["obs"], second["obs"])
     # and it learned: the weights moved from the shared start (checked against one worker).
     assert _same_bits(first, runs["one"]) != []
+
+
+def test_all_reduces_in_loops_meet_their_own_iteration(runs):
+    expected = np.array([(10 * e + k) * 1.5 for e in range(4) for k in range(3)], np.float32)
+    for worker in runs["two"]:
+        np.testing.assert_array_equal(worker["loop_means"], np.stack([expected, expected]))
 
 
 def test_one_distributed_worker_equals_the_plain_trainer_bit_for_bit(runs):

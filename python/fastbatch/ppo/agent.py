@@ -316,7 +316,14 @@ class Agent(tf.Module):
             # Each epoch shuffles the units once; its minibatches are consecutive slices.
             shuffled_state0, shuffled = state0, data
             if c.minibatches > 1:  # one minibatch: the whole batch, no shuffle, no gathers
-                seed = tf.stack([tf.cast(self.updates, tf.int32), epoch + 104729 * c.seed])
+                # Each worker its own order, so that a minibatch does not pair every worker's
+                # samples of the same (step, env slot).
+                seed = tf.stack(
+                    [
+                        tf.cast(self.updates, tf.int32),
+                        epoch + 104729 * c.seed + 7919 * self.sync.rank,
+                    ]
+                )
                 # Random bits, not floats: XLA's uniform floats differ from the kernel's, its
                 # bits do not, so both forms of the update take the same minibatches.
                 keys = tf.random.stateless_uniform(

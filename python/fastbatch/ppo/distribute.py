@@ -68,7 +68,8 @@ _GROUP_KEY = 7919  # the trainer's collective group (MultiWorkerMirroredStrategy
 
 
 class Key(enum.IntEnum):
-    """Instance keys: one per collective call site, the same on every worker."""
+    """Instance keys: one per collective call site, the same on every worker. TensorFlow
+    fixes a key's shape at its first use in a process: a key serves one shape."""
 
     GRADIENTS = 1
     METRICS = 2

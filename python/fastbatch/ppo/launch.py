@@ -127,7 +127,9 @@ def _watch(procs: list[subprocess.Popen], logs: list[Path | None]) -> None:
             lines = [_describe(r, procs[r], logs[r]) for r in causes]
             if all(codes[r] == PEER_LOST_EXIT for r in causes):
                 alive = [r for r, c in enumerate(codes) if c is None]
-                lines += [f"worker {r} (pid {procs[r].pid}) was still running" for r in alive]
+                lines += [
+                    f"worker {r} (pid {procs[r].pid}) was still running (stalled?)" for r in alive
+                ]
             raise WorkerFailedError("; ".join(lines))
         if all(c == 0 for c in codes):
             return
