@@ -146,7 +146,10 @@ def _describe(rank: int, proc: subprocess.Popen, log: Path | None) -> str:
         how = f"exited with status {code}"
     text = f"worker {rank} (pid {proc.pid}) {how}"
     if log is not None and log.exists():
-        tail = log.read_text(errors="replace").strip().splitlines()[-5:]
+        from fastbatch.cli import _TF_STARTUP_NOTICE  # TensorFlow's start-up notices: not news
+
+        lines = log.read_text(errors="replace").strip().splitlines()
+        tail = [line for line in lines if not _TF_STARTUP_NOTICE.fullmatch(line)][-5:]
         text += f" (log {log}" + (": ..." + " | ".join(tail) if tail else "") + ")"
     return text
 
