@@ -109,6 +109,8 @@ def _run(args, config, logdir, kwargs):
             cluster_text = f.read()
     elif "TF_CONFIG" in os.environ and args.workers is None:
         cluster_text = os.environ["TF_CONFIG"]
+    if args.task is not None and cluster_text is None:
+        raise ValueError("--task names this worker's place in a cluster: give --cluster FILE")
     if args.workers is not None:
         if cluster_text is not None:
             raise ValueError("--workers starts its own workers: it takes no --cluster")
