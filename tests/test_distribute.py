@@ -205,10 +205,15 @@ def test_launched_workers_write_one_run_and_resume(tmp_path):
     rows = (logdir / "progress.csv").read_text().split()
     assert rows[1].startswith("128,") and rows[2].startswith("256,")  # chief only, global steps
     assert sorted(p.name for p in (logdir / "workers").iterdir()) == ["worker-1.log"]
-    more = fastbatch_train("--resume", str(logdir), "--workers", "2", "--steps", "512")
+    more = fastbatch_train("--resume", str(logdir), "--workers", "2", "--steps", "384")
     assert more.returncode == 0, more.stderr
     result = json.loads((logdir / "result.json").read_text())
-    assert result["env_steps"] == 512 and result["updates"] == 4
+    assert result["env_steps"] == 384 and result["updates"] == 3
+    # The same run continued in one process: the steps left at its batch (64) make 2 updates.
+    alone = fastbatch_train("--resume", str(logdir), "--steps", "512")
+    assert alone.returncode == 0, alone.stderr
+    result = json.loads((logdir / "result.json").read_text())
+    assert result["env_steps"] == 512 and result["updates"] == 5 and result["workers"] == 1
 
 
 def _children(pid: int) -> list[int]:

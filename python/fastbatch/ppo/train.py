@@ -166,8 +166,11 @@ def train(
         logdir = Path(tempfile.mkdtemp(prefix=f"fastbatch-worker{sync.rank}-"))
     summaries = _SummaryWriter(logdir)
     steps_per_update = config.batch_size * sync.world_size
-    total_updates = math.ceil(config.total_steps / steps_per_update)
     done_updates = int(agent.updates.numpy())
+    # The updates left to reach total_steps at this run's batch (a resume may change the
+    # number of workers, so the updates done may have had another size).
+    left = math.ceil(max(0, config.total_steps - int(agent.env_steps.numpy())) / steps_per_update)
+    total_updates = done_updates + left
     curve_file = logdir / "progress.csv"
     if not resume and curve_file.exists():
         curve_file.unlink()
