@@ -268,9 +268,10 @@ class _Watchdog:
 
 
 def connect(cluster: Cluster) -> CollectiveSync:
-    """Joins the cluster: starts this worker's gRPC server and waits (at most
-    ``cluster.timeout`` s) until every worker has registered. Must run before any other
-    TensorFlow op in the process (TensorFlow fixes its devices then)."""
+    """Joins the cluster: starts this worker's gRPC server and waits until every worker has
+    registered. The registration timeout set here (``cluster.timeout``) did not end the wait
+    for a worker that never started when tried (docs/distributed.md, "Failure"). Must run
+    before any other TensorFlow op in the process (TensorFlow fixes its devices then)."""
     from tensorflow.python.eager import context  # the coordination service's settings
 
     os.environ["TF_CONFIG"] = cluster.tf_config()
