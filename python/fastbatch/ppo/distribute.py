@@ -89,8 +89,8 @@ class PeerLostError(RuntimeError):
 @dataclass(frozen=True)
 class Cluster:
     """Where this worker sits: ``workers`` are "host:port" addresses in rank order (rank 0 is
-    the chief, which alone writes the run's files); ``timeout`` bounds every wait (seconds):
-    joining the cluster, and the start-up or one update (the watchdog)."""
+    the chief, which alone writes the run's files); ``timeout`` (seconds) bounds the start-up
+    after joining and each update (the watchdog)."""
 
     workers: tuple[str, ...]
     rank: int
