@@ -2,6 +2,7 @@
 
     python bench/ppo.py [--presets cartpole,pendulum] [--seeds 0,1,2] [--set KEY=VALUE ...]
                         [--no-sb3] [--sb3-threads 1,2] [--sb3-time-limit S] [--json FILE]
+                        [--workers N]
     python bench/ppo.py --mujoco [--presets ...] [--seeds ...] [--steps N] [--set KEY=VALUE ...]
 
 `--mujoco` runs the MuJoCo presets instead (ppo_mujoco.py: evaluation returns beside the
@@ -18,6 +19,8 @@ hyperparameters: PPO (hyperparams/ppo.yml) for the full envs, sb3-contrib's Recu
 (the velocity columns multiplied by zero), with each of `--sb3-threads` torch threads (the
 faster setting is compared). SB3 runs stop at the threshold, or after `--sb3-time-limit`
 seconds (then the row says how far they got: a lower bound on their time to the threshold).
+`--workers N` trains each fastbatch run with N data-parallel worker processes on this host
+(`fastbatch train --workers N`; steps count every worker's), in place of one process.
 """
 
 from __future__ import annotations
@@ -144,13 +147,17 @@ def first_crossing(rows, threshold):
     return None, None
 
 
-def run_fastbatch(preset: str, seed: int, overrides: list[str]) -> dict:
+def run_fastbatch(preset: str, seed: int, overrides: list[str], workers: int | None) -> dict:
     from fastbatch.ppo import resolve, train
+    from fastbatch.ppo.launch import launch
     from fastbatch.ppo.train import read_progress
 
     config = resolve(preset, overrides, seed=seed)
     with tempfile.TemporaryDirectory() as logdir:
-        result = train(config, logdir, progress=False)
+        if workers is None:
+            result = train(config, logdir, progress=False)
+        else:
+            result = launch(config, logdir, workers=workers, progress=False)
         rows = read_progress(Path(logdir) / "progress.csv").tolist()
     steps, seconds = first_crossing(rows, THRESHOLDS[config.env_id])
     return {
@@ -162,6 +169,7 @@ def run_fastbatch(preset: str, seed: int, overrides: list[str]) -> dict:
         "eval_return": result.get("eval_return"),
         "budget_steps": result["env_steps"],
         "seconds": result["seconds"],
+        "workers": result.get("workers", 1),
     }
 
 
@@ -258,6 +266,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sb3-threads", default="1,2")
     parser.add_argument("--sb3-time-limit", type=float, default=math.inf, metavar="SECONDS")
     parser.add_argument("--json", default="bench/results/ppo.json")
+    parser.add_argument("--workers", type=int, default=None, help="data-parallel worker processes")
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.mujoco:
@@ -271,14 +280,16 @@ def main(argv=None) -> int:
     report = []
     for preset in args.presets.split(","):
         env_id = PRESETS[preset].env_id
-        ours = [run_fastbatch(preset, s, args.set) for s in seeds]
+        ours = [run_fastbatch(preset, s, args.set, args.workers) for s in seeds]
         theirs = {}
         if not args.no_sb3 and env_id in ZOO:
             for threads in (int(t) for t in args.sb3_threads.split(",")):
                 runs = [run_sb3(env_id, s, threads, args.sb3_time_limit) for s in seeds]
                 if runs and runs[0] is not None:
                     theirs[threads] = runs
-        label = " ".join([preset, *args.set])
+        label = " ".join(
+            [preset, *args.set, *([f"workers={args.workers}"] if args.workers else [])]
+        )
         row = {
             "preset": label,
             "env": env_id,

@@ -2,6 +2,8 @@
 
 fastbatch train <preset-or-env-id> [--steps N] [--seed S] [--logdir DIR] [--set key=value ...]
 fastbatch train --resume DIR [--steps N]
+fastbatch train ... --workers N                (data-parallel: N worker processes on this host)
+fastbatch train ... --cluster FILE [--task I]  (one worker of a cluster; or set TF_CONFIG)
 fastbatch eval <saved-policy-dir> --env ID [--episodes K] [--video FILE]
 fastbatch --includedir | --cmakedir | --version
 
@@ -58,16 +60,10 @@ def _import_trainer() -> None:
 
 def _train(args) -> int:
     _import_trainer()
-    from fastbatch.ppo import PRESETS, resolve, train
+    from fastbatch.ppo import PRESETS, resolve
 
-    if args.resume:
-        try:
-            result = train(
-                None, args.resume, resume=True, total_steps=args.steps, progress=not args.quiet
-            )
-        except ValueError as exc:
-            raise SystemExit(f"fastbatch train: {exc}") from None
-    else:
+    config = None
+    if not args.resume:
         if args.target is None:
             raise SystemExit(f"fastbatch train: give a preset ({', '.join(PRESETS)}) or an env id")
         changes = {}
@@ -79,11 +75,21 @@ def _train(args) -> int:
             config = resolve(args.target, args.set or [], **changes)
         except ValueError as exc:
             raise SystemExit(f"fastbatch train: {exc}") from None
-        logdir = (
-            args.logdir
-            or f"runs/{config.env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
-        )
-        result = train(config, logdir, progress=not args.quiet)
+    logdir = args.resume or args.logdir
+    if logdir is None:
+        logdir = f"runs/{config.env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
+    kwargs = {
+        "resume": bool(args.resume),
+        "total_steps": args.steps if args.resume else None,
+        "progress": not args.quiet,
+    }
+    try:
+        result = _run(args, config, logdir, kwargs)
+    except ValueError as exc:
+        raise SystemExit(f"fastbatch train: {exc}") from None
+    if result is None:  # a worker other than the chief: the chief reports
+        return 0
+    if not args.resume:
         print(f"run directory: {logdir}")
     print(json.dumps(result, indent=2, allow_nan=False))
     return 0
@@ -107,6 +113,39 @@ def _eval_env_kwargs(args) -> dict:
         return {}
     config = PPOConfig.from_json(config_file.read_text())
     return dict(config.env_kwargs) if config.env_id == args.env else {}
+
+
+def _run(args, config, logdir, kwargs):
+    """One process, a launched set of workers (--workers) or one worker of a cluster
+    (--cluster or TF_CONFIG); returns the results, or None on a worker other than the chief."""
+    from fastbatch.ppo import train
+    from fastbatch.ppo.distribute import Cluster
+    from fastbatch.ppo.launch import WorkerFailedError, launch, run_worker
+
+    if args.timeout <= 0:
+        raise ValueError(f"--timeout must be positive, got {args.timeout}")
+    cluster_text = None
+    if args.cluster:
+        with open(args.cluster) as f:
+            cluster_text = f.read()
+    elif "TF_CONFIG" in os.environ and args.workers is None:
+        cluster_text = os.environ["TF_CONFIG"]
+    if args.task is not None and cluster_text is None:
+        raise ValueError("--task names this worker's place in a cluster: give --cluster FILE")
+    if args.workers is not None:
+        if cluster_text is not None:
+            raise ValueError("--workers starts its own workers: it takes no --cluster")
+        try:
+            return launch(config, logdir, workers=args.workers, timeout=args.timeout, **kwargs)
+        except WorkerFailedError as exc:
+            raise SystemExit(f"fastbatch train: {exc}") from None
+        except KeyboardInterrupt:
+            raise SystemExit("fastbatch train: interrupted; every worker stopped") from None
+    if cluster_text is not None:
+        cluster = Cluster.from_tf_config(cluster_text, args.task, args.timeout)
+        result = run_worker(config, logdir, cluster, **kwargs)
+        return result if cluster.rank == 0 else None
+    return train(config, logdir, **kwargs)
 
 
 def _eval(args) -> int:
@@ -171,6 +210,21 @@ def main(argv: list[str] | None = None) -> int:
         "--resume", metavar="DIR", help="continue the run in DIR from its latest checkpoint"
     )
     t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.add_argument(
+        "--workers", type=int, help="data-parallel training with N worker processes on this host"
+    )
+    t.add_argument(
+        "--cluster",
+        metavar="FILE",
+        help="run as one worker of a cluster: FILE holds TF_CONFIG JSON (default: $TF_CONFIG)",
+    )
+    t.add_argument("--task", type=int, help="this worker's index in the cluster (else TF_CONFIG's)")
+    t.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds a worker waits for its peers before it stops with an error (300)",
+    )
     e = sub.add_parser("eval", help="play episodes with an exported policy")
     e.add_argument("policy", help="a SavedModel folder written by `fastbatch train` (run/policy)")
     e.add_argument("--env", required=True, help="env id")

@@ -26,13 +26,15 @@ and update (the first minibatch's probability ratio is exactly 1).
 from __future__ import annotations
 
 import functools
+import logging
 
 import tensorflow as tf
 
 from .config import PPOConfig
 from .core import make_core
+from .distribute import Key, LocalSync
 from .networks import Policy, Value
-from .normalize import RunningMeanStd
+from .normalize import RunningMeanStd, scale_rewards
 from .optim import Adam
 from .rollout import Rollout
 
@@ -45,11 +47,14 @@ def adapt_kl_penalty(beta, kl, target):
 class Agent(tf.Module):
     """Networks, normalisers, optimiser and counters of one run (everything a checkpoint holds),
     plus the rollout storage and the env it is bound to (which a checkpoint does not hold).
-    ``rollout_op=False`` steps the env through tf.numpy_function even where the op would fit."""
+    ``rollout_op=False`` steps the env through tf.numpy_function even where the op would fit.
+    `sync` (distribute.py) exchanges gradients, metrics and statistics with the other workers
+    of a data-parallel run; the default is one process."""
 
-    def __init__(self, config: PPOConfig, env, *, rollout_op: bool = True):
+    def __init__(self, config: PPOConfig, env, *, rollout_op: bool = True, sync=None):
         super().__init__(name="agent")
         self.config = config
+        self.sync = sync or LocalSync()
         obs_space, act_space = env.single_observation_space, env.single_action_space
         if len(obs_space.shape) != 1:
             raise ValueError(f"PPO here takes flat Box observations, got shape {obs_space.shape}")
@@ -97,7 +102,12 @@ class Agent(tf.Module):
         self._next_start = None  # (state, starts) where the last collected rollout ended
         # The update's graph function; with config.jit_compile, the same as one XLA computation.
         self._update_call = self._update
-        if config.jit_compile:
+        if config.jit_compile and self.sync.distributed:
+            logging.getLogger("fastbatch").warning(
+                "fastbatch: jit_compile is off in a distributed run (XLA on CPU has no "
+                "collectives); the update runs as a graph"
+            )
+        elif config.jit_compile:
             graph = functools.partial(type(self)._update.python_function, self)
             self._update_call = tf.function(graph, autograph=False, jit_compile=True)
         self.rollout = Rollout(env, config.rollout_steps, self.obs_size, use_op=rollout_op)
@@ -148,7 +158,8 @@ class Agent(tf.Module):
         statistics: the loop stays short and the results are identical."""
         c = self.config
         T, N = c.rollout_steps, c.num_envs
-        base = tf.cast(self.env_steps, tf.int32)
+        # Worker r samples as envs r * N ... r * N + N - 1 of one batch over every worker.
+        base = tf.cast(self.env_steps, tf.int32) + self.sync.rank * T * N
         state0, starts0 = self._rollout_start()
 
         def body(t, obs, state, starts, actions):
@@ -176,7 +187,7 @@ class Agent(tf.Module):
                 None,
             ),
         )
-        self.env_steps.assign_add(T * N)
+        self.env_steps.assign_add(T * N * self.sync.world_size)  # every worker's steps
         return actions.stack(), state, done
 
     def bootstrap_values(self, next_obs, final_obs, states, done):
@@ -219,22 +230,13 @@ class Agent(tf.Module):
         return adv, adv + values
 
     def scale_rewards(self, rewards, done):
-        """Divides rewards by the running std of the discounted return (updated step by step)."""
-        c = self.config
-        if not c.normalize_reward:
+        """Divides rewards by the running std of the discounted return (normalize.py)."""
+        if not self.config.normalize_reward:
             return rewards
-
-        def body(t):
-            ret = self.running_return * c.gamma + tf.cast(rewards[t], tf.float64)
-            with tf.control_dependencies([self.ret_rms.update(ret)]):
-                assign = self.running_return.assign(tf.where(done[t], tf.zeros_like(ret), ret))
-            with tf.control_dependencies([assign]):
-                return (t + 1,)
-
-        (steps,) = tf.while_loop(lambda t: t < c.rollout_steps, body, (tf.constant(0),))
-        with tf.control_dependencies([steps]):
-            scale = tf.cast(tf.sqrt(self.ret_rms.var + 1e-8), tf.float32)
-        return tf.clip_by_value(rewards / scale, -c.reward_clip, c.reward_clip)
+        c = self.config
+        return scale_rewards(
+            rewards, done, self.running_return, self.ret_rms, self.sync, c.gamma, c.reward_clip
+        )
 
     def update(self, actions):
         """All epochs and minibatches of one update; returns the logged metrics. The next
@@ -314,7 +316,14 @@ class Agent(tf.Module):
             # Each epoch shuffles the units once; its minibatches are consecutive slices.
             shuffled_state0, shuffled = state0, data
             if c.minibatches > 1:  # one minibatch: the whole batch, no shuffle, no gathers
-                seed = tf.stack([tf.cast(self.updates, tf.int32), epoch + 104729 * c.seed])
+                # Each worker its own order, so that a minibatch does not pair every worker's
+                # samples of the same (step, env slot).
+                seed = tf.stack(
+                    [
+                        tf.cast(self.updates, tf.int32),
+                        epoch + 104729 * c.seed + 7919 * self.sync.rank,
+                    ]
+                )
                 # Random bits, not floats: XLA's uniform floats differ from the kernel's, its
                 # bits do not, so both forms of the update take the same minibatches.
                 keys = tf.random.stateless_uniform(
@@ -345,10 +354,13 @@ class Agent(tf.Module):
             (tf.constant(0), tf.zeros([7]), tf.constant(0.0)),
         )
         stats /= float(steps)
+        (stats,) = self.sync.mean([stats], Key.METRICS)  # every worker's: the global KL
         kl = stats[3]
         if c.trust_region == "kl":
             self.beta.assign(adapt_kl_penalty(self.beta, kl, c.kl_target))
-        self.obs_rms.update(tf.reshape(raw_obs[:T], [batch, self.obs_size]))
+        self.obs_rms.update_merged(
+            tf.reshape(raw_obs[:T], [batch, self.obs_size]), self.sync, Key.OBS_MOMENTS
+        )
         self.updates.assign_add(1)
         b_returns = flat(returns)
         var_y = tf.math.reduce_variance(b_returns)
@@ -405,7 +417,7 @@ class Agent(tf.Module):
             value_loss = 0.5 * tf.reduce_mean(value_loss)
             entropy = tf.reduce_mean(self.policy.entropy(params))
             loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
-        grads = tape.gradient(loss, self.optimizer.variables_)
+        grads = self.sync.mean(tape.gradient(loss, self.optimizer.variables_), Key.GRADIENTS)
         norm = self.optimizer.apply(grads)
         clip_frac = tf.reduce_mean(tf.cast(tf.abs(ratio - 1.0) > c.clip_ratio, tf.float32))
         return [

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from .distribute import Key
+
 
 class RunningMeanStd(tf.Module):
     """Mean and variance of a stream of batches (Chan et al.'s parallel update), in float64."""
@@ -16,10 +18,28 @@ class RunningMeanStd(tf.Module):
 
     def update(self, batch):
         """Folds a batch (leading axis = samples) into the statistics."""
-        batch = tf.cast(batch, tf.float64)
-        b_mean = tf.reduce_mean(batch, axis=0)
-        b_var = tf.math.reduce_variance(batch, axis=0)
-        b_count = tf.cast(tf.shape(batch)[0], tf.float64)
+        return self.fold(moments(batch))
+
+    def update_merged(self, batch, sync, key):
+        """Folds every worker's batch, in rank order (`sync`: distribute.py), so that every
+        worker holds the same statistics; one worker's is `update`."""
+        every = sync.gather(moments(batch), key)  # [workers, 2 * size + 1]
+        return self.fold_each(every, sync.world_size)
+
+    def fold_each(self, every, workers: int):
+        """Folds rows of `moments`, first to last (a graph-time loop over `workers` rows)."""
+        op = tf.no_op()
+        for w in range(workers):
+            with tf.control_dependencies([op]):
+                op = self.fold(every[w])
+        return op
+
+    def fold(self, packed):
+        """Folds one batch's packed moments (see `moments`): Chan et al.'s parallel update."""
+        size = (packed.shape[0] - 1) // 2
+        b_mean = tf.reshape(packed[:size], self.mean.shape)
+        b_var = tf.reshape(packed[size : 2 * size], self.mean.shape)
+        b_count = packed[-1]
         delta = b_mean - self.mean
         total = self.count + b_count
         m2 = (
@@ -36,3 +56,43 @@ class RunningMeanStd(tf.Module):
     def normalize(self, x, clip: float):
         out = (tf.cast(x, tf.float64) - self.mean) / tf.sqrt(self.var + 1e-8)
         return tf.cast(tf.clip_by_value(out, -clip, clip), tf.float32)
+
+
+def moments(batch):
+    """A batch's mean and variance over its leading axis and its size, packed into one float64
+    vector ``[mean (flat), var (flat), count]`` (what workers exchange)."""
+    batch = tf.cast(batch, tf.float64)
+    b_mean = tf.reduce_mean(batch, axis=0)
+    b_var = tf.math.reduce_variance(batch, axis=0)
+    b_count = tf.cast(tf.shape(batch)[0], tf.float64)
+    return tf.concat([tf.reshape(b_mean, [-1]), tf.reshape(b_var, [-1]), b_count[None]], axis=0)
+
+
+def scale_rewards(rewards, done, running_return, ret_rms, sync, gamma: float, clip: float):
+    """Divides rewards ``[T, N]`` by the running std of the discounted return, clipped to
+    +-`clip`. ``running_return [N]`` (float64) carries each env's discounted return across
+    rollouts; `ret_rms` folds its values step by step, every worker's batch of step t in rank
+    order (`sync`: distribute.py), so all workers scale by the same std."""
+    steps = rewards.shape[0]
+
+    def accumulate(t, batches):
+        ret = running_return * gamma + tf.cast(rewards[t], tf.float64)
+        assign = running_return.assign(tf.where(done[t], tf.zeros_like(ret), ret))
+        with tf.control_dependencies([assign]):
+            return t + 1, batches.write(t, moments(ret))
+
+    _, batches = tf.while_loop(
+        lambda t, _: t < steps,
+        accumulate,
+        (tf.constant(0), tf.TensorArray(tf.float64, steps)),
+    )
+    every = sync.gather(batches.stack(), Key.RETURN_MOMENTS)  # [workers, T, 3]
+
+    def fold(t):
+        with tf.control_dependencies([ret_rms.fold_each(every[:, t], sync.world_size)]):
+            return (t + 1,)
+
+    (done_steps,) = tf.while_loop(lambda t: t < steps, fold, (tf.constant(0),))
+    with tf.control_dependencies([done_steps]):
+        scale = tf.cast(tf.sqrt(ret_rms.var + 1e-8), tf.float32)
+    return tf.clip_by_value(rewards / scale, -clip, clip)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from fastbatch.registry import REGISTRY
 
 from .agent import Agent
 from .config import PPOConfig
+from .distribute import WORKER_SEED_STRIDE, Cluster, LocalSync, connect
 from .export import Player, export_policy, run_episodes
 
 PROGRESS_COLUMNS = ("env_steps", "seconds", "mean_return")
@@ -94,6 +97,7 @@ def train(
     total_steps: int | None = None,
     progress: bool = True,
     max_updates: int | None = None,
+    cluster: Cluster | None = None,
 ) -> dict[str, Any]:
     """Trains a policy as `config` says, writing everything to `logdir`. Returns the results
     (also written to result.json; NaN and missing figures are None there).
@@ -104,10 +108,17 @@ def train(
     same trajectory as an uninterrupted one. ``total_steps`` (resume only) sets a new target,
     for example to extend a finished run; below the env steps already done it raises
     ValueError. ``max_updates`` stops early (for tests).
+
+    With a `cluster` this process is one worker of a data-parallel run (distribute.py): it
+    steps its own envs and exchanges gradients and statistics with the others; ``total_steps``
+    and the logged steps count every worker's env steps. Only the chief (rank 0) writes
+    `logdir`; every worker returns the results.
     """
     start = time.perf_counter()  # the run's clock includes building the envs and the agent
     logdir = Path(logdir)
-    logdir.mkdir(parents=True, exist_ok=True)
+    chief = cluster is None or cluster.rank == 0
+    if chief:
+        logdir.mkdir(parents=True, exist_ok=True)
     config_file = logdir / "config.json"
     if resume:
         if not config_file.exists():
@@ -117,7 +128,7 @@ def train(
             config = config.replace(total_steps=total_steps)  # checked once restored
     elif total_steps is not None:
         raise ValueError("total_steps applies to resume=True; set config.total_steps instead")
-    else:
+    elif chief:
         config_file.write_text(config.to_json())
     tf.random.set_seed(config.seed)
     for threads, setter in (
@@ -129,12 +140,13 @@ def train(
                 setter(threads)
             except RuntimeError:  # TensorFlow already started in this process: keep its setting
                 pass
+    sync = connect(cluster) if cluster is not None else LocalSync()  # before any other TF op
     env = make_env(config)
     check_compatible(config, env)
-    agent = Agent(config, env)
+    agent = Agent(config, env, sync=sync)
     checkpoint = tf.train.Checkpoint(agent=agent)
     manager = tf.train.CheckpointManager(checkpoint, logdir / "checkpoints", max_to_keep=3)
-    if resume:
+    if resume and chief:
         if manager.latest_checkpoint is None:
             raise FileNotFoundError(f"nothing to resume in {logdir}: no checkpoint")
         checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
@@ -147,10 +159,19 @@ def train(
                     f"{total_steps} would shorten it; give at least {done_steps}"
                 )
             config_file.write_text(config.to_json())  # the new target, for later resumes
+    # Every worker starts from the chief's values (its initial or restored ones); the envs'
+    # own state (running returns, recurrent states) stays each worker's.
+    own = {id(v) for v in (agent.running_return, *_recurrent_state(agent))}
+    sync.broadcast([v for v in agent.variables if id(v) not in own])
+    if not chief:
+        logdir = Path(tempfile.mkdtemp(prefix=f"fastbatch-worker{sync.rank}-"))
     summaries = _SummaryWriter(logdir)
-    steps_per_update = config.batch_size
-    total_updates = math.ceil(config.total_steps / steps_per_update)
+    steps_per_update = config.batch_size * sync.world_size
     done_updates = int(agent.updates.numpy())
+    # The updates left to reach total_steps at this run's batch (a resume may change the
+    # number of workers, so the updates done may have had another size).
+    left = math.ceil(max(0, config.total_steps - int(agent.env_steps.numpy())) / steps_per_update)
+    total_updates = done_updates + left
     curve_file = logdir / "progress.csv"
     if not resume and curve_file.exists():
         curve_file.unlink()
@@ -164,15 +185,19 @@ def train(
     try:
         while done_updates < total_updates and (max_updates is None or done_updates < max_updates):
             if done_updates % config.checkpoint_every == 0:
-                agent.start(config.seed + 1_000_003 * (done_updates // config.checkpoint_every))
+                block = done_updates // config.checkpoint_every
+                agent.start(config.seed + 1_000_003 * block + WORKER_SEED_STRIDE * sync.rank)
             t0 = time.perf_counter()
             actions = agent.collect()
             t1 = time.perf_counter()
             metrics = {k: float(v) for k, v in agent.update(actions).items()}
             t2 = time.perf_counter()
+            sync.beat()
             done_updates = int(agent.updates.numpy())
             env_steps = int(agent.env_steps.numpy())
-            window = agent.rollout.episode_returns[-config.return_window :]
+            window, lengths = sync.gather_episodes(
+                agent.rollout.episode_returns, agent.rollout.episode_lengths, config.return_window
+            )
             mean_return = float(np.mean(window)) if window else float("nan")
             seconds = elapsed_before + time.perf_counter() - start
             metrics.update(
@@ -180,11 +205,7 @@ def train(
                     "sps": steps_per_update / (t2 - t0),
                     "sps/collect": steps_per_update / (t1 - t0),
                     "episode/return": mean_return,
-                    "episode/length": float(
-                        np.mean(agent.rollout.episode_lengths[-config.return_window :])
-                    )
-                    if window
-                    else float("nan"),
+                    "episode/length": float(np.mean(lengths)) if window else float("nan"),
                 }
             )
             summaries(env_steps, metrics)
@@ -194,9 +215,12 @@ def train(
                 agent.optimizer.lr.assign(
                     config.learning_rate * (1.0 - done_updates / total_updates)
                 )
-            if done_updates % config.checkpoint_every == 0 or done_updates == total_updates:
+            if chief and (
+                done_updates % config.checkpoint_every == 0 or done_updates == total_updates
+            ):
                 manager.save(checkpoint_number=done_updates)
     finally:
+        sync.close()
         bar.close()
         summaries.close()
         curve_out.close()
@@ -207,7 +231,13 @@ def train(
         "env_steps": int(agent.env_steps.numpy()),
         "seconds": elapsed_before + time.perf_counter() - start,
         "train_return": _finite(metrics.get("episode/return", rows[-1, 2] if len(rows) else None)),
+        "workers": sync.world_size,
+        "global_batch_size": steps_per_update,
     }
+    if not chief:
+        env.close()
+        shutil.rmtree(logdir, ignore_errors=True)
+        return result
     if done_updates >= total_updates:
         eval_return = evaluate_agent(agent, config) if config.eval_episodes else None
         result["eval_return"] = _finite(eval_return)
@@ -216,6 +246,10 @@ def train(
     (logdir / "result.json").write_text(json.dumps(result, indent=2, allow_nan=False))
     env.close()
     return result
+
+
+def _recurrent_state(agent: Agent) -> tuple:
+    return (agent.rollout_state, agent.rollout_starts) if agent.recurrent else ()
 
 
 def _finite(value: Any) -> float | None:
