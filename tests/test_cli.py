@@ -25,6 +25,13 @@ HEADER = ",".join(PROGRESS_COLUMNS)
 NOISE = ("cuInit", "oneDNN", "cuda drivers", "absl::InitializeLog", "cpu_feature_guard")
 
 
+def tiny_pendulum(overrides=(), **fields):
+    """A Pendulum config small enough for a test: 4 envs x 16 steps, 8-unit networks."""
+    sizes = dict(num_envs=4, rollout_steps=16, minibatches=2, epochs=1)
+    sizes.update(policy_layers=(8,), value_layers=(8,))
+    return resolve("Pendulum-v1", list(overrides), **(sizes | fields))
+
+
 def fastbatch_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     environ.update(env or {})
@@ -186,17 +193,7 @@ def test_progress_files_without_the_header_still_read_and_plot(tmp_path):
 
 def test_result_json_has_null_where_no_episode_ended(tmp_path):
     # Pendulum's episodes last 200 steps; 2 updates of 4 envs x 16 steps end none of them.
-    config = resolve(
-        "Pendulum-v1",
-        total_steps=2 * 64,
-        num_envs=4,
-        rollout_steps=16,
-        minibatches=2,
-        epochs=1,
-        eval_episodes=0,
-        policy_layers=(8,),
-        value_layers=(8,),
-    )
+    config = tiny_pendulum(total_steps=2 * 64, eval_episodes=0)
     result = train(config, tmp_path, progress=False)
     written = strict_json((tmp_path / "result.json").read_text())
     assert written["train_return"] is None and result["train_return"] is None
@@ -207,18 +204,7 @@ def test_result_json_has_null_where_no_episode_ended(tmp_path):
 def test_eval_plays_the_env_as_the_run_that_wrote_the_policy_configured_it(tmp_path, capsys):
     from fastbatch import cli
 
-    config = resolve(
-        "Pendulum-v1",
-        ['env_kwargs={"max_episode_steps": 5}'],
-        total_steps=64,
-        num_envs=4,
-        rollout_steps=16,
-        minibatches=2,
-        epochs=1,
-        eval_episodes=1,
-        policy_layers=(8,),
-        value_layers=(8,),
-    )
+    config = tiny_pendulum(['env_kwargs={"max_episode_steps": 5}'], total_steps=64, eval_episodes=1)
     train(config, tmp_path, progress=False)
 
     def returns(*extra: str) -> list[float]:
