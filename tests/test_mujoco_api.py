@@ -281,3 +281,28 @@ def test_make_drops_the_mujoco_packages_profiling_clock_but_keeps_a_users_timer(
     finally:
         mujoco.set_mjcb_time(None)
         fb_mujoco.drop_default_timer()
+
+
+def test_close_with_steps_in_flight_does_not_deadlock_on_a_python_timer():
+    # A timer set from Python runs on the pool's threads and takes the GIL: close() must let
+    # the steps in flight finish without holding it (run in a child, so a hang fails, not
+    # stalls, the suite).
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import time, numpy as np, mujoco, fastbatch
+        env = fastbatch.make("Hopper-v5", 8, batch_size=4, num_workers=2, seed=0)
+        env.reset()
+        mujoco.set_mjcb_time(time.perf_counter)
+        env.send(np.zeros((8, 3), np.float32))
+        env.close()
+        print("closed")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0 and "closed" in done.stdout, done.stderr[-2000:]

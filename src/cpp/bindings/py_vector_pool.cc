@@ -285,7 +285,12 @@ void PyVectorPool::Close() {
   rollout_.reset();
   rollout_storage_ = py::none();
   last_obs_ = py::none();
-  pool_.reset();
+  // ~VectorPool finishes the steps in flight and joins the threads: without the GIL, because an
+  // env may call into Python meanwhile (a MuJoCo timer or control callback set from Python runs
+  // on the pool's threads), and holding it here would deadlock.
+  std::unique_ptr<VectorPool> pool = std::move(pool_);
+  py::gil_scoped_release release;
+  pool.reset();
 }
 
 void PyVectorPool::Abandon() {
