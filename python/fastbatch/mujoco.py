@@ -199,7 +199,7 @@ def drop_default_timer() -> bool:
 
     MuJoCo calls one process-wide timer callback (``mjcb_time``) around every stage of
     ``mj_step``, only to fill ``MjData.timer``; the mujoco package sets it to a clock on import,
-    and on these envs' steps it cost 7-65% of the time (bench/README.md). ``fastbatch.make``
+    and removing it made these envs' steps up to 1.58x faster (bench/README.md). ``fastbatch.make``
     calls this for every native MuJoCo env, after importing mujoco (so a later import cannot
     reinstall the clock). A timer the user set with ``mujoco.set_mjcb_time(f)`` is kept;
     ``mujoco.set_mjcb_time(None)`` puts the package's clock back. Physics never reads the timer,
