@@ -182,6 +182,54 @@ def test_statistics_merge_every_workers_batch(runs):
         assert first[name] == pytest.approx(2 * one[name] - 1e-4)
 
 
+class _Recorded:
+    """A sync that keeps what one worker would all-reduce (and returns it unchanged)."""
+
+    world_size, rank = 1, 0
+
+    def mean(self, tensors, key):
+        self.sent = [t.numpy() for t in tensors]
+        return tensors
+
+
+class _PairedWith(_Recorded):
+    """A sync whose all-reduce averages with what the other worker sent."""
+
+    def __init__(self, other: _Recorded):
+        self.other = other
+
+    def mean(self, tensors, key):
+        return [(t + o) / 2 for t, o in zip(tensors, self.other.sent, strict=True)]
+
+
+def test_each_global_minibatch_normalises_its_advantages_over_every_workers_part():
+    """Two workers' k-th minibatches of an epoch are one minibatch: its advantages' mean and
+    std are those of the union, not of each worker's half (minibatches.py)."""
+    import tensorflow as tf
+
+    from fastbatch.ppo.minibatches import advantage_stats, shuffle_orders
+
+    epochs, minibatches, units = 3, 4, 42  # 10 units a minibatch, 2 left out each epoch
+    rng = np.random.default_rng(0)
+    advs = [
+        rng.normal(loc, scale, (2, units)).astype(np.float32) for loc, scale in ((0, 1), (3, 5))
+    ]
+    orders = [shuffle_orders(7, 0, rank, epochs, units) for rank in range(2)]
+    first = _Recorded()
+    advantage_stats(tf.constant(advs[1]), orders[1], minibatches, first)
+    stats = advantage_stats(tf.constant(advs[0]), orders[0], minibatches, _PairedWith(first))
+    assert stats.shape == (epochs, minibatches, 2)
+    for e in range(epochs):
+        for k in range(minibatches):
+            union = np.concatenate(
+                [a[:, o.numpy()[e]][:, 10 * k : 10 * k + 10].ravel() for a, o in zip(advs, orders)]
+            )
+            np.testing.assert_allclose(stats[e, k], [union.mean(), union.std()], rtol=1e-5)
+    # One worker's statistics are its minibatch's own, and one unshuffled minibatch is the batch.
+    alone = advantage_stats(tf.constant(advs[0]), None, 1, _Recorded())
+    np.testing.assert_allclose(alone[0, 0], [advs[0].mean(), advs[0].std()], rtol=1e-5)
+
+
 def fastbatch_train(*args: str, timeout: float = 150.0) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "fastbatch", "train", "--quiet", *args]
     return subprocess.run(

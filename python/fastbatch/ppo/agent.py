@@ -33,6 +33,7 @@ import tensorflow as tf
 from .config import PPOConfig
 from .core import make_core
 from .distribute import Key, LocalSync
+from .minibatches import advantage_stats, shuffle_orders, take
 from .networks import Policy, Value
 from .normalize import RunningMeanStd, scale_rewards
 from .optim import Adam
@@ -305,38 +306,28 @@ class Agent(tf.Module):
         state0 = state0 if self.recurrent else self.core.initial_state(U)
         mb = U // c.minibatches
         steps = c.epochs * c.minibatches
-
-        def take(x, lo, axis):  # mb units from `lo` along `axis` (a static size: XLA's form)
-            begin = [lo if a == axis else 0 for a in range(x.shape.rank)]
-            return tf.slice(
-                x, tf.stack(begin), [mb if a == axis else -1 for a in range(x.shape.rank)]
-            )
+        # One minibatch: the whole batch, no shuffle, no gathers.
+        orders = None
+        if c.minibatches > 1:
+            orders = shuffle_orders(self.updates, c.seed, self.sync.rank, c.epochs, U)
+        adv_stats = advantage_stats(data[6], orders, c.minibatches, self.sync)
 
         def epoch_body(epoch, stats, first_ratio):
             # Each epoch shuffles the units once; its minibatches are consecutive slices.
             shuffled_state0, shuffled = state0, data
-            if c.minibatches > 1:  # one minibatch: the whole batch, no shuffle, no gathers
-                # Each worker its own order, so that a minibatch does not pair every worker's
-                # samples of the same (step, env slot).
-                seed = tf.stack(
-                    [
-                        tf.cast(self.updates, tf.int32),
-                        epoch + 104729 * c.seed + 7919 * self.sync.rank,
-                    ]
-                )
-                # Random bits, not floats: XLA's uniform floats differ from the kernel's, its
-                # bits do not, so both forms of the update take the same minibatches.
-                keys = tf.random.stateless_uniform(
-                    [U], seed=seed, minval=None, maxval=None, dtype=tf.int64
-                )
-                order = tf.argsort(keys, stable=True)
+            if orders is not None:
+                order = orders[epoch]
                 shuffled_state0 = tf.gather(state0, order)
                 shuffled = [tf.gather(x, order, axis=1) for x in data]
+            epoch_adv_stats = adv_stats[0 if orders is None else epoch]
 
             def minibatch_body(k, stats, first_ratio):
                 lo = k * mb
                 out = self._minibatch(
-                    take(shuffled_state0, lo, 0), *(take(x, lo, 1) for x in shuffled), old_log_std
+                    take(shuffled_state0, lo, mb, 0),
+                    *(take(x, lo, mb, 1) for x in shuffled),
+                    old_log_std,
+                    epoch_adv_stats[k],
                 )
                 first_ratio = tf.where(tf.equal(epoch + k, 0), out[-1], first_ratio)
                 return k + 1, stats + tf.stack(out[:-1]), first_ratio
@@ -380,10 +371,22 @@ class Agent(tf.Module):
         }
 
     def _minibatch(
-        self, state0, obs, starts, actions, old_logp, old_values, old_params, adv, returns, log_std
+        self,
+        state0,
+        obs,
+        starts,
+        actions,
+        old_logp,
+        old_values,
+        old_params,
+        adv,
+        returns,
+        log_std,
+        adv_stats,
     ):
         """One gradient step on a minibatch of sequences: `state0` [B, S], the rest [S, B, ...]
-        (the core replays each sequence from its state; losses are over every step)."""
+        (the core replays each sequence from its state; losses are over every step).
+        `adv_stats`: the mean and std its advantages are normalised with (minibatches.py)."""
         c = self.config
 
         def flat(x):
@@ -392,7 +395,7 @@ class Agent(tf.Module):
         actions, old_logp, old_values, old_params, adv, returns = (
             flat(x) for x in (actions, old_logp, old_values, old_params, adv, returns)
         )
-        adv = (adv - tf.reduce_mean(adv)) / (tf.math.reduce_std(adv) + 1e-8)
+        adv = (adv - adv_stats[0]) / (adv_stats[1] + 1e-8)
         with tf.GradientTape() as tape:
             features, _ = self.core.sequence(obs, state0, starts)
             features = flat(features)

@@ -11,6 +11,9 @@ every worker starts from the chief's values (`broadcast`) and then applies the s
 - observation and return statistics: each worker's batch moments (mean, variance, count) are
   gathered and folded in rank order with Chan's parallel formula (normalize.py), so every
   worker holds the statistics of the union of all workers' batches;
+- advantage statistics: the mean and variance of each minibatch that the worker will take in
+  the update, one all-reduce (mean) an update, so a global minibatch's advantages are
+  normalised with the statistics of the union of the workers' parts (minibatches.py);
 - finished episodes: gathered for logging.
 
 The collectives are TensorFlow's CollectiveReduceV2/CollectiveGatherV2 over gRPC (ring),
@@ -25,8 +28,7 @@ a worker's "collective_ops" threads grew by about one per collective (~170 a sec
 Pendulum), each apparently parked for the timeout's length, until thread creation failed.
 
 What stays each worker's own: its envs and their running returns, a recurrent core's per-env
-states, its minibatch order (seeded with its rank) and the normalisation of its minibatches'
-advantages.
+states and its minibatch order (seeded with its rank).
 
 `LocalSync` is the same interface for one process, without communication: the single-process
 trainer computes what it always did (a one-worker cluster too, bit for bit: tested).
@@ -79,6 +81,7 @@ class Key(enum.IntEnum):
     OBS_MOMENTS = 3
     RETURN_MOMENTS = 4
     EPISODES = 5
+    ADVANTAGES = 6
     BROADCAST = 100  # + the index of the dtype group
 
 

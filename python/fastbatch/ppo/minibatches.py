@@ -1,0 +1,68 @@
+"""How an update splits its batch into minibatches: each epoch's shuffle, each minibatch's
+slice, and the advantage statistics every minibatch is normalised with.
+
+The update's data is ``[S, U, ...]``: minibatches take units along axis 1 (whole env
+sequences for a recurrent core, single steps otherwise). Every epoch shuffles the units once
+and its minibatches are consecutive slices of ``U // minibatches`` units (a remainder is left
+out of that epoch).
+
+Advantages are normalised per minibatch (mean 0, std 1). In a data-parallel run a minibatch
+is the union of every worker's k-th minibatch, and its gradient is their mean, so its
+advantages are normalised with the statistics of that union: every worker computes the mean
+and variance of each of its minibatches for every epoch up front (the shuffles depend only on
+the update's counter, the seed and the rank), and one all-reduce per update merges them.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from .distribute import Key
+
+
+def shuffle_orders(update, seed: int, rank: int, epochs: int, units: int):
+    """``[epochs, units]`` int32: each epoch's permutation of the units, its own on every
+    worker (so a global minibatch does not pair the workers' samples of one (step, env slot))."""
+    orders = []
+    for epoch in range(epochs):
+        key_seed = tf.stack([tf.cast(update, tf.int32), epoch + 104729 * seed + 7919 * rank])
+        # Random bits, not floats: XLA's uniform floats differ from the kernel's, its bits do
+        # not, so both forms of the update take the same minibatches.
+        keys = tf.random.stateless_uniform(
+            [units], seed=key_seed, minval=None, maxval=None, dtype=tf.int64
+        )
+        orders.append(tf.argsort(keys, stable=True))
+    return tf.stack(orders)
+
+
+def take(x, lo, size: int, axis: int):
+    """`size` entries of `x` from `lo` along `axis` (a static size: XLA's form)."""
+    begin = [lo if a == axis else 0 for a in range(x.shape.rank)]
+    return tf.slice(x, tf.stack(begin), [size if a == axis else -1 for a in range(x.shape.rank)])
+
+
+def advantage_stats(adv, orders, minibatches: int, sync):
+    """``[epochs, minibatches, 2]``: the mean and std of the advantages of each epoch's k-th
+    minibatch, over every worker's (`sync`: distribute.py). `adv` is ``[S, U]``; `orders` is
+    `shuffle_orders`' output, or None for one unshuffled minibatch (then ``epochs`` is 1 and
+    every epoch reads row 0)."""
+    size = adv.shape[1] // minibatches
+    if orders is None:
+        shuffled = adv[None]
+    else:
+        shuffled = tf.gather(adv, orders, axis=1)  # [S, epochs, U]
+        shuffled = tf.transpose(shuffled, [1, 0, 2])
+    epochs = shuffled.shape[0]
+    groups = tf.reshape(shuffled[:, :, : size * minibatches], [epochs, -1, minibatches, size])
+    mean = tf.reduce_mean(groups, axis=[1, 3])  # [epochs, minibatches]
+    var = tf.reduce_mean(tf.square(groups - mean[:, None, :, None]), axis=[1, 3])
+    return merge_moments(mean, var, sync)
+
+
+def merge_moments(mean, var, sync):
+    """The mean and std (stacked on a last axis) of the union of equal-sized samples whose
+    means and variances the workers hold: the union's variance is the mean of the variances
+    plus the variance of the means. One worker's are its own, bit for bit."""
+    every_mean, every_var, every_sq = sync.mean([mean, var, mean * mean], Key.ADVANTAGES)
+    spread = tf.maximum(every_sq - every_mean * every_mean, 0.0)
+    return tf.stack([every_mean, tf.sqrt(every_var + spread)], axis=-1)
