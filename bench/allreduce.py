@@ -9,7 +9,8 @@ processes (the trainer's own collectives, distribute.py, over gRPC on localhost)
 
 - ``allreduce``: one all-reduce (mean) of a float32 vector the size of the network's
   gradients, as the update issues it once a minibatch (the median over rounds of 50
-  all-reduces in one graph call, divided by 50);
+  all-reduces in one graph call, divided by 50); for 2 workers that is the mean of a gather
+  (distribute.py), and ``ring`` is TensorFlow's ring all-reduce of the same vector;
 - ``update``: one whole update (every epoch and minibatch) of a distributed agent, and of a
   one-process agent on the same rollout, in alternating rounds (every worker runs both, so the
   load is the same), medians over `--rounds`.
@@ -26,7 +27,8 @@ fixed cost a plus S/N bytes at the bandwidth B, 1/B = 1/B_link + 1/B_sw. a and B
 TensorFlow's gRPC path costs on a host) come from the two network sizes measured locally with
 2 workers (2 steps of S/2: t = 2a + S/B_sw); a gains the link's one-way latency. Per update:
 epochs x minibatches such all-reduces, against the update's compute measured here (one
-process), which does not change with N: each worker keeps its own batch. ``--step-us`` replaces
+process), which does not change with N: each worker keeps its own batch. Two workers take the
+mean of a gather instead (distribute.py): one step of S bytes. ``--step-us`` replaces
 the measured a with an assumed one (a what-if, e.g. for hosts whose cores are not all busy).
 """
 
@@ -83,10 +85,9 @@ def model(files: list[str], step_us: float | None = None) -> None:
     rows = [row for f in files for row in json.loads(Path(f).read_text())]
     base = sorted((r for r in rows if r["shape"] == "pendulum"), key=lambda r: r["bytes"])
     small, large = base[0], base[-1]
-    seconds_per_byte = (
-        (large["allreduce_ms"] - small["allreduce_ms"]) / 1e3 / (large["bytes"] - small["bytes"])
-    )
-    step = max(0.0, (small["allreduce_ms"] / 1e3 - small["bytes"] * seconds_per_byte) / 2)
+    ring = "ring_allreduce_ms" if "ring_allreduce_ms" in small else "allreduce_ms"  # older files
+    seconds_per_byte = (large[ring] - small[ring]) / 1e3 / (large["bytes"] - small["bytes"])
+    step = max(0.0, (small[ring] / 1e3 - small["bytes"] * seconds_per_byte) / 2)
     print(
         f"anchors (2 local workers): a = {step * 1e6:.0f} us a step, B_sw = "
         f"{1 / seconds_per_byte / 1e9:.2f} GB/s (from {small['layers']} and {large['layers']})"
@@ -110,7 +111,10 @@ def model(files: list[str], step_us: float | None = None) -> None:
             per_byte = 1 / bandwidth + seconds_per_byte
             cells = []
             for n in sizes:
-                one = 2 * (n - 1) * (step + latency) + 2 * (n - 1) / n * size * per_byte
+                if n == 2:  # the mean of a gather: one step of all the bytes
+                    one = step + latency + size * per_byte
+                else:  # a ring all-reduce
+                    one = 2 * (n - 1) * (step + latency) + 2 * (n - 1) / n * size * per_byte
                 total = per_update * one * 1e3
                 share = f" {total / (total + update):.0%}" if update else ""
                 cells.append(f"{total:.0f}ms{share}")
@@ -147,21 +151,33 @@ def worker(spec: dict) -> None:
         inputs[name] += (t["final_obs"], state0, starts0)
     grads = tf.Variable(tf.random.normal([params]))
 
-    @tf.function(autograph=False)
-    def reduce_many():
-        def body(i, acc):
-            (out,) = sync.mean([grads + acc[:1]], 50)  # 50: an instance key of its own
-            return i + 1, out
+    def ring(x, key):  # TensorFlow's ring all-reduce, whatever `sync.mean` chooses
+        return sync._collective(
+            tf.raw_ops.CollectiveReduceV2, input=x, instance_key=key, merge_op="Add", final_op="Div"
+        )
 
-        return tf.while_loop(lambda i, _: i < _REPEATS, body, (0, tf.zeros([params])))[1]
+    def repeated(reduce):
+        @tf.function(autograph=False)
+        def run():
+            def body(i, acc):
+                return i + 1, reduce(grads + acc[:1])
 
-    times: dict[str, list[float]] = {"allreduce": [], "local": [], "distributed": []}
+            return tf.while_loop(lambda i, _: i < _REPEATS, body, (0, tf.zeros([params])))[1]
+
+        return run
+
+    reductions = {  # instance keys of their own
+        "allreduce": repeated(lambda x: sync.mean([x], 50)[0]),
+        "ring": repeated(lambda x: ring(x, 51)),
+    }
+    times: dict[str, list[float]] = {"allreduce": [], "ring": [], "local": [], "distributed": []}
     for round_ in range(spec["rounds"] + 1):  # round 0 traces
         sync.beat()  # the watchdog's clock: a round is this script's update
-        start = time.perf_counter()
-        reduce_many().numpy()
-        if round_:
-            times["allreduce"].append(1000 * (time.perf_counter() - start) / _REPEATS)
+        for name, reduce_many in reductions.items():
+            start = time.perf_counter()
+            reduce_many().numpy()
+            if round_:
+                times[name].append(1000 * (time.perf_counter() - start) / _REPEATS)
         for name, agent in agents.items():
             start = time.perf_counter()
             float(agent._update_call(*inputs[name])["kl"])
@@ -177,6 +193,7 @@ def worker(spec: dict) -> None:
             "params": params,
             "bytes": 4 * params,
             "allreduce_ms": medians["allreduce"],
+            "ring_allreduce_ms": medians["ring"],
             "allreduces_per_update": per_update,
             "update_local_ms": medians["local"],
             "update_distributed_ms": medians["distributed"],
@@ -237,7 +254,8 @@ def main(argv=None) -> int:
             f"{row['allreduce_ms']:.3f} ms x {row['allreduces_per_update']} = "
             f"{row['allreduce_share']:.1%} of an update "
             f"({row['update_distributed_ms']:.1f} ms; one process: "
-            f"{row['update_local_ms']:.1f} ms)",
+            f"{row['update_local_ms']:.1f} ms; TF's ring all-reduce: "
+            f"{row['ring_allreduce_ms']:.3f} ms)",
             flush=True,
         )
     out.with_suffix(".part").unlink(missing_ok=True)

@@ -264,6 +264,27 @@ def test_launched_workers_write_one_run_and_resume(tmp_path):
     assert result["env_steps"] == 512 and result["updates"] == 5 and result["workers"] == 1
 
 
+@pytest.mark.parametrize("task", [0, 1])
+def test_a_worker_whose_peer_never_starts_ends_within_its_timeout(tmp_path, task):
+    """On a cluster the user starts, a peer that never starts (here: the other task) ends the
+    worker after --timeout with an error saying what is missing; TensorFlow's registration
+    wait alone would hold it (and the GIL) forever."""
+    addresses = [f"localhost:{p}" for p in free_ports(2)]
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps({"cluster": {"worker": addresses}}))
+    started = time.monotonic()
+    ended = fastbatch_train(
+        "cartpole", "--cluster", str(cluster), "--task", str(task), "--timeout", "6",
+        "--logdir", str(tmp_path / "run"), timeout=120,
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert ended.returncode == 75, ended.stderr[-2000:]
+    assert f"worker {task}: the cluster did not form in 6 s (--timeout)" in ended.stderr
+    other = addresses[1 - task]
+    assert f"{1 - task}: {other}" in ended.stderr
+    assert 6 < elapsed < 60  # the start-up (imports) before the wait, then 6 s
+
+
 def _children(pid: int) -> list[int]:
     path = Path(f"/proc/{pid}/task/{pid}/children")
     return [int(c) for c in path.read_text().split()] if path.exists() else []

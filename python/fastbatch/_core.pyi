@@ -181,6 +181,22 @@ class _VectorPool:
         """The spec of these envs (``_EnvType.spec``'s layout): spaces and time limit for the
         params they were made with."""
 
+class _Deadline:
+    """Ends the process ``seconds`` from now, unless extended or cancelled first: writes
+    ``message`` to stderr and calls ``_exit(exit_code)`` from a C++ thread, so it fires while
+    another thread holds the GIL (bindings/deadline.h)."""
+
+    def __init__(self, seconds: float, message: str, exit_code: int) -> None: ...
+    def extend(self, seconds: float, message: str = "") -> None:
+        """The deadline is now ``seconds`` from now (a non-empty message replaces the message)."""
+
+    def cancel(self) -> None:
+        """No deadline any more."""
+
+    @property
+    def remaining(self) -> float:
+        """Seconds left before the process ends (0 once cancelled)."""
+
 def _builtin_env_types() -> dict[str, _EnvType]:
     """Every env compiled into the extension, by id (ids starting with ``_`` are test envs)."""
 

@@ -19,7 +19,9 @@ every worker starts from the chief's values (`broadcast`) and then applies the s
 The collectives are TensorFlow's CollectiveReduceV2/CollectiveGatherV2 over gRPC (ring),
 set up by `tf.distribute.MultiWorkerMirroredStrategy`. Ring reduction sums each chunk once
 and then copies it to every worker, so all workers receive the same bits; gathers concatenate
-in rank order. Each call site has its own fixed instance key (`Key`), and TensorFlow runs a
+in rank order. Two workers take the mean of a gather instead (one ring step, not two, for the
+same bytes; `bench/allreduce.py` measures both), summed in rank order on each: the same bits
+again. Each call site has its own fixed instance key (`Key`), and TensorFlow runs a
 function's stateful ops in program order, so every worker issues the same collectives in the
 same order. The coordination service's heartbeats (10 s) abort the collectives of a worker
 whose peer died or vanished, and a watchdog ends a worker whose update has not completed for
@@ -45,13 +47,12 @@ import enum
 import json
 import os
 import re
-import sys
-import threading
-import time
 from dataclasses import dataclass
 
 import numpy as np
 import tensorflow as tf
+
+from .. import _core
 
 __all__ = [
     "WORKER_SEED_STRIDE",
@@ -92,8 +93,8 @@ class PeerLostError(RuntimeError):
 @dataclass(frozen=True)
 class Cluster:
     """Where this worker sits: ``workers`` are "host:port" addresses in rank order (rank 0 is
-    the chief, which alone writes the run's files); ``timeout`` (seconds) bounds the start-up
-    after joining and each update (the watchdog)."""
+    the chief, which alone writes the run's files); ``timeout`` (seconds) bounds the wait for
+    every worker to join, the start-up after that and each update (the watchdog)."""
 
     workers: tuple[str, ...]
     rank: int
@@ -175,20 +176,28 @@ class CollectiveSync(LocalSync):
 
     distributed = True
 
-    def __init__(self, cluster: Cluster, strategy):
+    def __init__(self, cluster: Cluster, strategy, watchdog):
         self.cluster = cluster
         self.strategy = strategy  # keeps the server and the coordination service alive
         self.world_size = len(cluster.workers)
         self.rank = cluster.rank
         self.is_chief = cluster.rank == 0
         self._gather_fn = {}
-        self._watchdog = _Watchdog(cluster)
+        # Ends the process when no update completes for `cluster.timeout` seconds (a peer
+        # stalled and left this worker blocked in a collective that nothing else would end).
+        # A C++ thread: it fires while a blocked TensorFlow call holds the GIL.
+        self._watchdog = watchdog
+        self._watchdog.extend(
+            cluster.timeout,
+            f"fastbatch train: worker {cluster.rank}: no update completed in "
+            f"{cluster.timeout:g} s (--timeout): a peer stalled or died",
+        )
 
     def beat(self) -> None:
-        self._watchdog.last = time.monotonic()
+        self._watchdog.extend(self.cluster.timeout)
 
     def close(self) -> None:
-        self._watchdog.stop.set()
+        self._watchdog.cancel()
 
     def _collective(self, op, **kwargs):
         return op(
@@ -202,13 +211,19 @@ class CollectiveSync(LocalSync):
     def mean(self, tensors, key: Key):
         tensors = list(tensors)
         flat = tf.concat([tf.reshape(t, [-1]) for t in tensors], axis=0)
-        total = self._collective(
-            tf.raw_ops.CollectiveReduceV2,
-            input=flat,
-            instance_key=int(key),
-            merge_op="Add",
-            final_op="Div",
-        )
+        if self.world_size == 2:
+            # Both vectors to both workers in one ring step (a ring all-reduce takes two, of
+            # half the bytes each: the same bytes, twice the latency), summed in rank order.
+            pair = self.gather(flat, key)
+            total = (pair[0] + pair[1]) / 2.0
+        else:
+            total = self._collective(
+                tf.raw_ops.CollectiveReduceV2,
+                input=flat,
+                instance_key=int(key),
+                merge_op="Add",
+                final_op="Div",
+            )
         sizes = [int(np.prod(t.shape)) for t in tensors]
         parts = tf.split(total, sizes)
         return [tf.reshape(p, t.shape) for p, t in zip(parts, tensors, strict=True)]
@@ -248,34 +263,23 @@ class CollectiveSync(LocalSync):
         return self._gather_fn[key](x)
 
 
-class _Watchdog:
-    """Ends the process (status PEER_LOST_EXIT, a line on stderr) when no update has completed
-    for ``cluster.timeout`` seconds: a peer that stalls leaves this worker blocked in a
-    collective that nothing else would end."""
-
-    def __init__(self, cluster: Cluster):
-        self.cluster = cluster
-        self.last = time.monotonic()
-        self.stop = threading.Event()
-        threading.Thread(target=self._run, daemon=True, name="fastbatch-watchdog").start()
-
-    def _run(self) -> None:
-        while not self.stop.wait(min(1.0, self.cluster.timeout / 10)):
-            if time.monotonic() - self.last > self.cluster.timeout:
-                sys.stderr.write(
-                    f"fastbatch train: worker {self.cluster.rank}: no update completed in "
-                    f"{self.cluster.timeout:g} s (--timeout): a peer stalled or died\n"
-                )
-                sys.stderr.flush()
-                os._exit(PEER_LOST_EXIT)
-
-
 def connect(cluster: Cluster) -> CollectiveSync:
     """Joins the cluster: starts this worker's gRPC server and waits until every worker has
-    registered. The registration timeout set here (``cluster.timeout``) did not end the wait
-    for a worker that never started when tried (docs/distributed.md, "Failure"). Must run
-    before any other TensorFlow op in the process (TensorFlow fixes its devices then)."""
+    registered, for ``cluster.timeout`` seconds at most: then the process ends (status
+    PEER_LOST_EXIT, a line on stderr). TensorFlow's own registration timeout does not end the
+    wait for a worker that never starts, and the wait holds the GIL, so a C++ deadline does
+    (docs/distributed.md, "Failure"). Must run before any other TensorFlow op in the process
+    (TensorFlow fixes its devices then)."""
     from tensorflow.python.eager import context  # the coordination service's settings
+
+    others = ", ".join(f"{i}: {a}" for i, a in enumerate(cluster.workers) if i != cluster.rank)
+    watchdog = _core._Deadline(
+        cluster.timeout,
+        f"fastbatch train: worker {cluster.rank}: the cluster did not form in "
+        f"{cluster.timeout:g} s (--timeout): not every worker joined (the others: {others}); "
+        "is each started, with the same cluster and its own task index?",
+        PEER_LOST_EXIT,
+    )
 
     os.environ["TF_CONFIG"] = cluster.tf_config()
     ms = int(cluster.timeout * 1000)
@@ -305,8 +309,9 @@ def connect(cluster: Cluster) -> CollectiveSync:
             cluster_resolver=resolver, communication_options=options
         )
     except (tf.errors.OpError, RuntimeError) as exc:
+        watchdog.cancel()
         raise PeerLostError(f"worker {cluster.rank} could not join the cluster: {exc}") from None
-    return CollectiveSync(cluster, strategy)
+    return CollectiveSync(cluster, strategy, watchdog)
 
 
 _TASK = re.compile(r"/job:worker/replica:0/task:(\d+)")

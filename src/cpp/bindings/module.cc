@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bindings/checks.h"
+#include "bindings/deadline.h"
 #include "bindings/native_loop.h"
 #include "bindings/py_vector_pool.h"
 #include "bindings/rollout_abi.h"
@@ -173,6 +174,17 @@ void RegisterSharedWords(py::module_& m) {
   m.def("_load_word", &fastbatch::LoadWord, py::arg("address"));
 }
 
+void RegisterDeadline(py::module_& m) {
+  using fastbatch::Deadline;
+  py::class_<Deadline>(m, "_Deadline")
+      .def(py::init<double, std::string, int>(), py::arg("seconds"), py::arg("message"),
+           py::arg("exit_code"))
+      .def("extend", &Deadline::Extend, py::arg("seconds"), py::arg("message") = std::string(),
+           "The deadline is now `seconds` from now (a non-empty message replaces the message).")
+      .def("cancel", &Deadline::Cancel, "No deadline any more.")
+      .def_property_readonly("remaining", &Deadline::Remaining);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -184,6 +196,7 @@ PYBIND11_MODULE(_core, m) {
   RegisterVectorPool(m);
   RegisterSharedWords(m);
   RegisterRngDraws(m);
+  RegisterDeadline(m);
   m.def(
       "_native_loop_seconds",
       [](const fastbatch::EnvType& type, int64_t num_envs, int64_t steps, uint64_t seed,
