@@ -230,6 +230,25 @@ def test_each_global_minibatch_normalises_its_advantages_over_every_workers_part
     np.testing.assert_allclose(alone[0, 0], [advs[0].mean(), advs[0].std()], rtol=1e-5)
 
 
+def test_the_logged_return_is_over_return_window_episodes_of_all_workers():
+    """Not `return_window` of each worker (a longer, older window than one process logs): the
+    newest of each worker in turn."""
+    from fastbatch.ppo.distribute import newest_episodes
+
+    nan = np.nan
+    every = np.array(
+        [
+            [[nan, nan], [1.0, 10], [2.0, 20], [3.0, 30]],  # worker 0: 3 episodes, newest last
+            [[11.0, 1], [12.0, 2], [13.0, 3], [14.0, 4]],  # worker 1
+        ]
+    )
+    assert sorted(newest_episodes(every, 4)[:, 0]) == [2.0, 3.0, 13.0, 14.0]
+    assert sorted(newest_episodes(every, 3)[:, 1]) == [4, 20, 30]
+    # A worker that has finished none yet adds nothing.
+    none = np.full((1, 4, 2), nan)
+    assert sorted(newest_episodes(np.concatenate([none, every[:1]]), 4)[:, 0]) == [1, 2, 3]
+
+
 def fastbatch_train(*args: str, timeout: float = 150.0) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "fastbatch", "train", "--quiet", *args]
     return subprocess.run(

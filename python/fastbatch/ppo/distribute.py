@@ -160,7 +160,8 @@ class LocalSync:
         """Sets every worker's `variables` to the chief's."""
 
     def gather_episodes(self, returns, lengths, window: int):
-        """The last `window` episodes of every worker: (returns, lengths), rank by rank."""
+        """The last `window` episodes over every worker, taken from each worker's newest in
+        turn: (returns, lengths), oldest first."""
         return list(returns[-window:]), list(lengths[-window:])
 
     def beat(self) -> None:
@@ -249,10 +250,10 @@ class CollectiveSync(LocalSync):
     def gather_episodes(self, returns, lengths, window: int):
         recent = np.full((window, 2), np.nan)
         mine = np.array([returns[-window:], lengths[-window:]], np.float64).T.reshape(-1, 2)
-        recent[: len(mine)] = mine
-        every = self._gathered(tf.constant(recent), Key.EPISODES).numpy().reshape(-1, 2)
-        every = every[~np.isnan(every[:, 0])]
-        return every[:, 0].tolist(), every[:, 1].astype(np.int64).tolist()
+        recent[window - len(mine) :] = mine  # the newest last
+        every = self._gathered(tf.constant(recent), Key.EPISODES).numpy()
+        kept = newest_episodes(every, window)
+        return kept[:, 0].tolist(), kept[:, 1].astype(np.int64).tolist()
 
     def _gathered(self, x, key):
         """`gather` from eager code, through one traced function per key."""
@@ -261,6 +262,15 @@ class CollectiveSync(LocalSync):
                 lambda t: self.gather(t, key), autograph=False, reduce_retracing=True
             )
         return self._gather_fn[key](x)
+
+
+def newest_episodes(every, window: int):
+    """``[k, 2]`` rows (return, length), oldest first, k <= `window`: the newest `window` of
+    every worker's last episodes ``[workers, window, 2]`` (oldest first, NaN rows where a
+    worker has fewer), as one process logs its last `window`: each worker's newest, then each
+    one's second newest, and so on (workers finish episodes at about the same rate)."""
+    newest_first = every[:, ::-1].transpose(1, 0, 2).reshape(-1, 2)
+    return newest_first[~np.isnan(newest_first[:, 0])][:window][::-1]
 
 
 def connect(cluster: Cluster) -> CollectiveSync:
