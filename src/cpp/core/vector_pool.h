@@ -81,6 +81,15 @@ struct PoolConfig {
   std::vector<double> params;     // constructor params, in spec order
 };
 
+// Async mode homes the envs in contiguous blocks, one per job ring: env `env` of `num_envs` on
+// ring env * rings / num_envs, and ring `ring`'s block starts at the least env homed there.
+inline int HomeRing(int64_t env, int rings, int64_t num_envs) {
+  return static_cast<int>(env * rings / num_envs);
+}
+inline int64_t FirstHomedOn(int ring, int rings, int64_t num_envs) {
+  return (static_cast<int64_t>(ring) * num_envs + rings - 1) / rings;
+}
+
 class VectorPool {
  public:
   VectorPool(const fb_env_api* api, const PoolConfig& config);

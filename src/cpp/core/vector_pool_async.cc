@@ -118,9 +118,7 @@ bool VectorPool::AnyQueued() const {
   return false;
 }
 
-int VectorPool::Home(int64_t env) const {
-  return static_cast<int>(env * num_job_rings_ / num_envs_);
-}
+int VectorPool::Home(int64_t env) const { return HomeRing(env, num_job_rings_, num_envs_); }
 
 int64_t VectorPool::StepQueued(int ring_index, Share share, std::vector<int64_t>* ids) {
   int64_t take = 0;
@@ -332,15 +330,22 @@ void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions
   std::fill(send_counts_.begin(), send_counts_.end(), 0);
   for (j = 0; j < count;) {  // runs of consecutive ids: one copy of their action rows each
     const int64_t first = env_ids[j];
-    int64_t q = j;
-    for (; q < count && env_ids[q] == first + (q - j); ++q) {
-      const int64_t i = env_ids[q];
-      in_flight_[static_cast<size_t>(i)] = 1;
+    int64_t q = j + 1;
+    while (q < count && env_ids[q] == first + (q - j)) ++q;
+    const int64_t end = first + (q - j);
+    std::memset(in_flight_.data() + first, 1, static_cast<size_t>(end - first));
+    // The run's envs, ring by ring (Home is a division: once per ring, not per env).
+    for (int64_t i = first; i < end;) {
       const int r = Home(i);
+      const int64_t ring_end = std::min(end, FirstHomedOn(r + 1, num_job_rings_, num_envs_));
       JobRing& ring = job_rings_[r];
-      const int64_t at = ring.tail.load(std::memory_order_relaxed) + send_counts_[r]++;
-      ring.ids[at & ring.mask].store(i, std::memory_order_relaxed);  // only Send writes tails
-      ring.sends[at & ring.mask].store(send_count_, std::memory_order_relaxed);
+      const int64_t tail = ring.tail.load(std::memory_order_relaxed);  // only Send writes tails
+      int64_t at = tail + send_counts_[r];
+      for (; i < ring_end; ++i, ++at) {
+        ring.ids[at & ring.mask].store(i, std::memory_order_relaxed);
+        ring.sends[at & ring.mask].store(send_count_, std::memory_order_relaxed);
+      }
+      send_counts_[r] = at - tail;
     }
     std::memcpy(stage_actions_.data() + static_cast<size_t>(first) * action_row,
                 src + static_cast<size_t>(j) * action_row, static_cast<size_t>(q - j) * action_row);

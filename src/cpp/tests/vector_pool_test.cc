@@ -321,6 +321,24 @@ FB_TEST(ResultsDoNotDependOnTheNumberOfThreads) {
   CheckThreadsAgree<envs::Pendulum>("Pendulum");  // Box actions, time-limit truncations
 }
 
+// Send queues a run of envs ring by ring from FirstHomedOn, not env by env through HomeRing:
+// both must draw the same blocks.
+FB_TEST(AsyncHomeBlocksStartWhereHomeRingChanges) {
+  for (int64_t n = 1; n <= 70; ++n) {
+    for (int rings = 1; rings <= 9; ++rings) {
+      FB_CHECK_EQ(FirstHomedOn(0, rings, n), int64_t{0});
+      FB_CHECK_EQ(FirstHomedOn(rings, rings, n), n);
+      for (int64_t env = 0; env < n; ++env) {
+        const int r = HomeRing(env, rings, n);
+        FB_CHECK_MSG(r >= 0 && r < rings && FirstHomedOn(r, rings, n) <= env &&
+                         env < FirstHomedOn(r + 1, rings, n),
+                     "env " + std::to_string(env) + " of " + std::to_string(n) + ", " +
+                         std::to_string(rings) + " rings");
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fastbatch
 
