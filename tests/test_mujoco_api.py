@@ -283,10 +283,19 @@ def test_make_drops_the_mujoco_packages_profiling_clock_but_keeps_a_users_timer(
         fb_mujoco.drop_default_timer()
 
 
-def test_close_with_steps_in_flight_does_not_deadlock_on_a_python_timer():
+@pytest.mark.parametrize(
+    "end",
+    [
+        "env.close()",
+        "pool = env._pool; env.closed = True; del env, pool; import gc; gc.collect()",  # no close
+        "",  # still open at exit
+    ],
+)
+def test_close_with_steps_in_flight_does_not_deadlock_on_a_python_timer(end):
     # A timer set from Python runs on the pool's threads and takes the GIL: close() must let
-    # the steps in flight finish without holding it (run in a child, so a hang fails, not
-    # stalls, the suite).
+    # the steps in flight finish without holding it, and so must the engine's pool when it is
+    # collected without close(); an env left open is closed before Python's finalization (whose
+    # end of a thread taking the GIL crashed the step). In a child: a hang fails, not stalls.
     import subprocess
     import sys
     import textwrap
@@ -298,10 +307,10 @@ def test_close_with_steps_in_flight_does_not_deadlock_on_a_python_timer():
         env.reset()
         mujoco.set_mjcb_time(time.perf_counter)
         env.send(np.zeros((8, 3), np.float32))
-        env.close()
+        END
         print("closed")
         """
-    )
+    ).replace("END", end)
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
     )

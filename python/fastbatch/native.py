@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import numbers
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +24,20 @@ __all__ = ["NativeVectorEnv", "RolloutBinding"]
 
 _NO_IDS = np.empty(0, dtype=np.int64)  # async: no env waits for actions
 _NO_IDS.flags.writeable = False
+
+# Envs still open at interpreter exit are closed before Python's finalization starts: once it
+# has, a pool thread that takes the GIL (a MuJoCo timer or callback set from Python, while
+# steps are in flight) is ended by Python in the middle of the step, and the process crashed.
+_OPEN: weakref.WeakSet[NativeVectorEnv] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_envs() -> None:
+    for env in list(_OPEN):
+        try:
+            env.close()
+        except Exception:  # exiting: close the others regardless
+            pass
 
 
 @dataclass(frozen=True)
@@ -108,6 +124,7 @@ class NativeVectorEnv(BatchVectorEnv):
             params,
             batch_size,
         )
+        _OPEN.add(self)
         # The envs' own spec: spaces and time limit may depend on the params they were made with.
         self._env_spec = spec_from_dict(self._pool.spec, spec.id)
         self._setup(

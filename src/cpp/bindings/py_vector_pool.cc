@@ -85,7 +85,23 @@ py::dict PyVectorPool::Spec() const {
 }
 
 PyVectorPool::~PyVectorPool() {
-  if (pool_ && getpid() != owner_pid_) Abandon();
+  if (!pool_) return;
+  if (getpid() != owner_pid_) {
+    Abandon();
+    return;
+  }
+  // Collected without close(): as in Close, the steps in flight finish without the GIL (an env
+  // may call into Python on the pool's threads). Not while the interpreter is finalizing, when
+  // releasing the GIL is not safe; its threads no longer run Python then either.
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing();
+#else
+  const bool finalizing = _Py_IsFinalizing();
+#endif
+  if (PyGILState_Check() && !finalizing) {
+    py::gil_scoped_release release;
+    pool_.reset();
+  }
 }
 
 void PyVectorPool::Seed(const std::vector<std::optional<py::int_>>& seeds) {
