@@ -16,7 +16,7 @@ import fastbatch
 from fastbatch.ppo import PPOConfig, resolve, train
 from fastbatch.ppo.agent import Agent, adapt_kl_penalty
 from fastbatch.ppo.normalize import RunningMeanStd
-from fastbatch.ppo.train import make_env
+from fastbatch.ppo.train import check_compatible, make_env
 
 TINY = {
     "num_envs": 4,
@@ -337,3 +337,22 @@ def test_the_xla_compiled_update_trains_as_the_graph_update_does(env_id, policy)
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5, err_msg=a.name)
     for agent in agents:
         agent.rollout.env.close()
+
+
+def test_checkpoints_that_restart_the_envs_before_their_time_limit_are_flagged(caplog):
+    """train() restarts the envs at every checkpoint (so that a resumed run continues exactly):
+    a block shorter than the time limit is named, with the checkpoint_every that fits."""
+    env = fastbatch.make("Pendulum-v1", 2)  # time limit 200
+    try:
+        check_compatible(resolve("pendulum", rollout_steps=16, checkpoint_every=2), env)
+        assert "set checkpoint_every to at least 13" in caplog.text
+        assert "time limit of 200 steps" in caplog.text
+        caplog.clear()
+        check_compatible(resolve("pendulum"), env)  # 128 x 20 steps
+        limited = {"max_episode_steps": 20}
+        check_compatible(
+            resolve("pendulum", rollout_steps=16, checkpoint_every=2, env_kwargs=limited), env
+        )
+        assert caplog.text == ""
+    finally:
+        env.close()

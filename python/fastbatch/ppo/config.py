@@ -97,7 +97,9 @@ class PPOConfig:
     step for these MLPs (64x64 at batch 256, 256x256 at batch 64): their ops are too small to
     gain from the pool's hand-off."""
     checkpoint_every: int = 20
-    """Save a checkpoint every this many updates (and at the end)."""
+    """Save a checkpoint every this many updates (and at the end). The envs restart at each
+    checkpoint (seeded by its number, so that a resumed run continues exactly): training warns
+    when ``rollout_steps x checkpoint_every`` is below the env's time limit."""
     eval_episodes: int = 10
     """Episodes of the final deterministic evaluation."""
     return_window: int = 20

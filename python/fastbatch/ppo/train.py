@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import math
 import shutil
 import tempfile
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gymnasium
 import numpy as np
 import tensorflow as tf
 
@@ -58,10 +60,36 @@ def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = 
 
 
 def check_compatible(config: PPOConfig, env) -> None:
-    """Refuses configs that cannot apply to the env's spaces, with the reason."""
+    """Refuses configs that cannot apply to the env's spaces, with the reason; warns when the
+    envs restart (at every checkpoint) before an episode could reach its time limit."""
     space = env.single_action_space
     if config.init_log_std != PPOConfig().init_log_std and hasattr(space, "n"):
         raise ValueError(f"init_log_std applies to Box actions, but {config.env_id} has {space}")
+    limit = time_limit(config)
+    block = config.rollout_steps * config.checkpoint_every
+    if limit is not None and block < limit:
+        logging.getLogger("fastbatch").warning(
+            f"the envs restart every rollout_steps x checkpoint_every = {block} steps (at each "
+            f"checkpoint, so that a resumed run continues exactly), before {config.env_id}'s "
+            f"time limit of {limit} steps: episodes that would run to the limit never end, "
+            "and the logged return leaves them out; set checkpoint_every to at least "
+            f"{math.ceil(limit / config.rollout_steps)}"
+        )
+
+
+def time_limit(config: PPOConfig) -> int | None:
+    """The run's envs' time limit in steps (None: none known)."""
+    limit = dict(config.env_kwargs).get("max_episode_steps")
+    if limit is None and REGISTRY.has(config.env_id):
+        limit = REGISTRY.time_limit(config.env_id)  # registered with one, else the spec's
+        if limit is None:
+            limit = REGISTRY.resolve(config.env_id)[1].max_episode_steps
+    elif limit is None:
+        try:
+            limit = gymnasium.spec(config.env_id).max_episode_steps
+        except gymnasium.error.Error:
+            return None
+    return int(limit) if limit else None
 
 
 class _Progress:
