@@ -183,23 +183,23 @@ def test_statistics_merge_every_workers_batch(runs):
 
 
 class _Recorded:
-    """A sync that keeps what one worker would all-reduce (and returns it unchanged)."""
+    """A sync that keeps what one worker would gather (and gathers it alone)."""
 
     world_size, rank = 1, 0
 
-    def mean(self, tensors, key):
-        self.sent = [t.numpy() for t in tensors]
-        return tensors
+    def gather(self, x, key):
+        self.sent = x
+        return x[None]
 
 
 class _PairedWith(_Recorded):
-    """A sync whose all-reduce averages with what the other worker sent."""
+    """Worker 0 of two: its gather returns its own tensor and what worker 1 sent."""
 
     def __init__(self, other: _Recorded):
         self.other = other
 
-    def mean(self, tensors, key):
-        return [(t + o) / 2 for t, o in zip(tensors, self.other.sent, strict=True)]
+    def gather(self, x, key):
+        return np.stack([x, self.other.sent]).astype(np.float32)
 
 
 def test_each_global_minibatch_normalises_its_advantages_over_every_workers_part():
@@ -281,6 +281,37 @@ def test_launched_workers_write_one_run_and_resume(tmp_path):
     assert alone.returncode == 0, alone.stderr
     result = json.loads((logdir / "result.json").read_text())
     assert result["env_steps"] == 512 and result["updates"] == 5 and result["workers"] == 1
+
+
+@pytest.mark.parametrize(
+    ("then", "ends"),
+    [("pass", True), ("d.cancel()", False), ("d.extend(30)", False), ("d.extend(0.1)", True)],
+)
+def test_the_deadline_ends_the_process_unless_moved_or_cancelled(then, ends):
+    """The watchdog under the trainer (bindings/deadline.h): a C++ thread that writes its line
+    and exits with its status, even while Python is busy in C code holding the GIL."""
+    code = (
+        "import time; from fastbatch import _core\n"
+        "d = _core._Deadline(0.5, 'deadline passed', 75)\n"
+        f"{then}\n"
+        "end = time.monotonic() + 2\n"
+        "while time.monotonic() < end: sum(range(10**5))\n"
+        "print('alive')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    if ends:
+        assert done.returncode == 75 and done.stderr.strip() == "deadline passed", done
+        assert "alive" not in done.stdout
+    else:
+        assert done.returncode == 0 and done.stdout.strip() == "alive", done
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0, float("inf"), float("nan"), 2e9])
+def test_a_cluster_timeout_is_positive_finite_seconds(timeout):
+    with pytest.raises(ValueError, match="timeout must be positive seconds"):
+        Cluster(("localhost:1",), 0, timeout)
 
 
 @pytest.mark.parametrize("task", [0, 1])

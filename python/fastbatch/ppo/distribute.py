@@ -12,8 +12,8 @@ every worker starts from the chief's values (`broadcast`) and then applies the s
   gathered and folded in rank order with Chan's parallel formula (normalize.py), so every
   worker holds the statistics of the union of all workers' batches;
 - advantage statistics: the mean and variance of each minibatch that the worker will take in
-  the update, one all-reduce (mean) an update, so a global minibatch's advantages are
-  normalised with the statistics of the union of the workers' parts (minibatches.py);
+  the update, gathered once an update, so a global minibatch's advantages are normalised with
+  the statistics of the union of the workers' parts (minibatches.py);
 - finished episodes: gathered for logging.
 
 The collectives are TensorFlow's CollectiveReduceV2/CollectiveGatherV2 over gRPC (ring),
@@ -105,8 +105,8 @@ class Cluster:
             raise ValueError("a cluster needs at least one worker address")
         if not 0 <= self.rank < len(self.workers):
             raise ValueError(f"task index {self.rank} is not in 0..{len(self.workers) - 1}")
-        if self.timeout <= 0:
-            raise ValueError(f"timeout must be positive, got {self.timeout}")
+        if not 0 < self.timeout <= 1e9:  # finite: the deadline is a C++ clock
+            raise ValueError(f"timeout must be positive seconds (at most 1e9), got {self.timeout}")
 
     @classmethod
     def from_tf_config(cls, text: str, rank: int | None = None, timeout: float = 300.0):
@@ -280,8 +280,6 @@ def connect(cluster: Cluster) -> CollectiveSync:
     wait for a worker that never starts, and the wait holds the GIL, so a C++ deadline does
     (docs/distributed.md, "Failure"). Must run before any other TensorFlow op in the process
     (TensorFlow fixes its devices then)."""
-    from tensorflow.python.eager import context  # the coordination service's settings
-
     others = ", ".join(f"{i}: {a}" for i, a in enumerate(cluster.workers) if i != cluster.rank)
     watchdog = _core._Deadline(
         cluster.timeout,
@@ -290,6 +288,21 @@ def connect(cluster: Cluster) -> CollectiveSync:
         "is each started, with the same cluster and its own task index?",
         PEER_LOST_EXIT,
     )
+
+    try:
+        strategy = _join(cluster)
+    except (tf.errors.OpError, RuntimeError) as exc:
+        watchdog.cancel()
+        raise PeerLostError(f"worker {cluster.rank} could not join the cluster: {exc}") from None
+    except BaseException:
+        watchdog.cancel()
+        raise
+    return CollectiveSync(cluster, strategy, watchdog)
+
+
+def _join(cluster: Cluster):
+    """`connect`'s TensorFlow part: the coordination service's settings and the strategy."""
+    from tensorflow.python.eager import context  # the coordination service's settings
 
     os.environ["TF_CONFIG"] = cluster.tf_config()
     ms = int(cluster.timeout * 1000)
@@ -314,14 +327,9 @@ def connect(cluster: Cluster) -> CollectiveSync:
         implementation=tf.distribute.experimental.CommunicationImplementation.RING
     )
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-    try:
-        strategy = tf.distribute.MultiWorkerMirroredStrategy(
-            cluster_resolver=resolver, communication_options=options
-        )
-    except (tf.errors.OpError, RuntimeError) as exc:
-        watchdog.cancel()
-        raise PeerLostError(f"worker {cluster.rank} could not join the cluster: {exc}") from None
-    return CollectiveSync(cluster, strategy, watchdog)
+    return tf.distribute.MultiWorkerMirroredStrategy(
+        cluster_resolver=resolver, communication_options=options
+    )
 
 
 _TASK = re.compile(r"/job:worker/replica:0/task:(\d+)")

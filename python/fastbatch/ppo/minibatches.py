@@ -10,7 +10,7 @@ Advantages are normalised per minibatch (mean 0, std 1). In a data-parallel run 
 is the union of every worker's k-th minibatch, and its gradient is their mean, so its
 advantages are normalised with the statistics of that union: every worker computes the mean
 and variance of each of its minibatches for every epoch up front (the shuffles depend only on
-the update's counter, the seed and the rank), and one all-reduce per update merges them.
+the update's counter, the seed and the rank), and one gather per update merges them.
 """
 
 from __future__ import annotations
@@ -62,7 +62,10 @@ def advantage_stats(adv, orders, minibatches: int, sync):
 def merge_moments(mean, var, sync):
     """The mean and std (stacked on a last axis) of the union of equal-sized samples whose
     means and variances the workers hold: the union's variance is the mean of the variances
-    plus the variance of the means. One worker's are its own, bit for bit."""
-    every_mean, every_var, every_sq = sync.mean([mean, var, mean * mean], Key.ADVANTAGES)
-    spread = tf.maximum(every_sq - every_mean * every_mean, 0.0)
-    return tf.stack([every_mean, tf.sqrt(every_var + spread)], axis=-1)
+    plus the variance of the means (computed from every worker's means, centred: no
+    cancellation). One worker's are its own, bit for bit."""
+    every = sync.gather(tf.stack([mean, var]), Key.ADVANTAGES)  # [workers, 2, ...]
+    union_mean = tf.reduce_mean(every[:, 0], axis=0)
+    spread = tf.reduce_mean(tf.square(every[:, 0] - union_mean), axis=0)
+    union_var = tf.reduce_mean(every[:, 1], axis=0)
+    return tf.stack([union_mean, tf.sqrt(union_var + spread)], axis=-1)

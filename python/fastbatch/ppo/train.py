@@ -65,7 +65,7 @@ def check_compatible(config: PPOConfig, env) -> None:
     space = env.single_action_space
     if config.init_log_std != PPOConfig().init_log_std and hasattr(space, "n"):
         raise ValueError(f"init_log_std applies to Box actions, but {config.env_id} has {space}")
-    limit = time_limit(config)
+    limit = time_limit(config, env)
     block = config.rollout_steps * config.checkpoint_every
     if limit is not None and block < limit:
         logging.getLogger("fastbatch").warning(
@@ -77,13 +77,13 @@ def check_compatible(config: PPOConfig, env) -> None:
         )
 
 
-def time_limit(config: PPOConfig) -> int | None:
-    """The run's envs' time limit in steps (None: none known)."""
+def time_limit(config: PPOConfig, env) -> int | None:
+    """The time limit in steps of `env`, made from `config` (None: none known)."""
     limit = dict(config.env_kwargs).get("max_episode_steps")
-    if limit is None and REGISTRY.has(config.env_id):
-        limit = REGISTRY.time_limit(config.env_id)  # registered with one, else the spec's
+    if limit is None and isinstance(env, fastbatch.NativeVectorEnv):
+        limit = REGISTRY.time_limit(config.env_id)  # registered with one, else the envs' own
         if limit is None:
-            limit = REGISTRY.resolve(config.env_id)[1].max_episode_steps
+            limit = env._env_spec.max_episode_steps  # from the params they were made with
     elif limit is None:
         try:
             limit = gymnasium.spec(config.env_id).max_episode_steps
@@ -169,6 +169,16 @@ def train(
             except RuntimeError:  # TensorFlow already started in this process: keep its setting
                 pass
     sync = connect(cluster) if cluster is not None else LocalSync()  # before any other TF op
+    try:  # a failure before the loop must stop the watchdog too (it ends the process)
+        return _run(config, logdir, sync, resume, total_steps, progress, max_updates, start)
+    finally:
+        sync.close()
+
+
+def _run(config, logdir, sync, resume, total_steps, progress, max_updates, start) -> dict:
+    """`train` from the envs on, once connected (`sync`)."""
+    chief = sync.is_chief
+    config_file = logdir / "config.json"
     env = make_env(config)
     check_compatible(config, env)
     agent = Agent(config, env, sync=sync)

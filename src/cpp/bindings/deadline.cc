@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <stdexcept>
 #include <utility>
@@ -49,21 +50,23 @@ double Deadline::Remaining() {
 }
 
 void Deadline::Run() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (!cancelled_) {
-    if (Clock::now() < due_) {
-      changed_.wait_until(lock, due_);
-      continue;
-    }
-    std::string line = message_;
-    if (line.empty() || line.back() != '\n') line += '\n';
-    for (size_t written = 0; written < line.size();) {
-      const ssize_t n = ::write(STDERR_FILENO, line.data() + written, line.size() - written);
-      if (n <= 0) break;
-      written += static_cast<size_t>(n);
-    }
-    ::_exit(exit_code_);
+  std::string line;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!cancelled_ && Clock::now() < due_) changed_.wait_until(lock, due_);
+    if (cancelled_) return;
+    line = message_;
   }
+  // Past the deadline: the lock is released first, so that a caller of Extend or Cancel never
+  // waits on a write to a full stderr pipe. The process ends whatever they do now.
+  if (line.empty() || line.back() != '\n') line += '\n';
+  for (size_t written = 0; written < line.size();) {
+    const ssize_t n = ::write(STDERR_FILENO, line.data() + written, line.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  ::_exit(exit_code_);
 }
 
 }  // namespace fastbatch

@@ -92,7 +92,9 @@ PyVectorPool::~PyVectorPool() {
   }
   // Collected without close(): as in Close, the steps in flight finish without the GIL (an env
   // may call into Python on the pool's threads). Not while the interpreter is finalizing, when
-  // releasing the GIL is not safe; its threads no longer run Python then either.
+  // releasing the GIL is not safe; a pool thread that calls into Python then is ended (or
+  // hangs) mid-step, which is why native envs still open at exit are closed by an atexit hook
+  // before finalization (native.py).
 #if PY_VERSION_HEX >= 0x030D0000
   const bool finalizing = Py_IsFinalizing();
 #else
