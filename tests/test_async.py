@@ -277,3 +277,28 @@ def test_process_async_send_recv_works_on_whole_worker_blocks():
         env.send(np.zeros(2, dtype=np.int64), info["env_id"])
     with pytest.raises(ValueError, match="whole worker blocks"):
         env.close() or scripted(4, num_workers=2, batch_size=3)
+
+
+def test_native_async_send_refuses_an_env_that_waits_for_its_reset():
+    """With autoreset disabled an ended env must be reset before it is sent again: send names
+    it and queues nothing (the ids of the recv, in order: send's quick check path)."""
+    env = fastbatch.make(
+        "CartPole-v1", 4, batch_size=2, seed=0, autoreset_mode="disabled", num_workers=2
+    )
+    try:
+        env.reset()
+        env.send(np.zeros(4, np.int64))
+        for _ in range(500):
+            *_, terminated, truncated, info = env.recv()
+            ids = info["env_id"]
+            ended = ids[terminated | truncated]
+            if len(ended):
+                with pytest.raises(ValueError, match=f"env {ended[0]} has ended its episode"):
+                    env.send(np.zeros(2, np.int64), ids)
+                env.reset(options={"reset_mask": np.isin(np.arange(4), ended)})
+                break
+            env.send(np.zeros(2, np.int64), ids)
+        else:
+            pytest.fail("no episode ended")
+    finally:
+        env.close()

@@ -202,6 +202,9 @@ class VectorPool {
   // The ring (trying `prefer` first) whose front slot was queued by the earliest Send; -1: none.
   int OldestRing(int prefer) const;
   int Home(int64_t env) const;  // the job ring env is queued on
+  // Send's full check of its ids (range, duplicates, in flight, waiting for a reset): throws
+  // for the first bad one in order, leaving no mark.
+  void CheckSend(const int64_t* env_ids, int64_t count);
   // Waits (stepping queued envs meanwhile) until done positions [done_head_, end) are filled.
   void WaitForDone(int64_t end);
   // Sorts a recv's ids ascending (see Recv).

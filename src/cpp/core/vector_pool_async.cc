@@ -289,14 +289,9 @@ void VectorPool::DrainAsync() {
   last_recv_ = 0.0;  // the tuner times steady recv cycles, not the drain
 }
 
-void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions) {
-  if (!is_async()) throw AsyncStateError("Send/Recv need async mode (batch_size < num_envs)");
-  if (broken_) {
-    throw std::logic_error(
-        "a previous step raised an env error; call reset() before sending again");
-  }
-  // Validate everything before the first side effect. Bit 2 of in_flight_ marks ids seen in
-  // this call (to find duplicates): cleared before throwing, overwritten by 1 when queued.
+void VectorPool::CheckSend(const int64_t* env_ids, int64_t count) {
+  // Bit 2 of in_flight_ marks ids seen in this call (to find duplicates): cleared before
+  // throwing, overwritten by 1 when queued.
   std::string error;
   bool state_error = false;
   int64_t j = 0;
@@ -325,10 +320,30 @@ void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions
     if (state_error) throw AsyncStateError(error);
     throw std::invalid_argument(error);
   }
+}
+
+void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions) {
+  if (!is_async()) throw AsyncStateError("Send/Recv need async mode (batch_size < num_envs)");
+  if (broken_) {
+    throw std::logic_error(
+        "a previous step raised an env error; call reset() before sending again");
+  }
+  // Validate everything before the first side effect. The usual call (ids in increasing order,
+  // as recv returns them, none in flight or waiting for a reset) passes one read-only scan;
+  // any other takes the full check, which names the first bad id in order.
+  const bool disabled = mode_ == AutoresetMode::kDisabled;
+  bool plain = true;
+  for (int64_t j = 0, last = -1; j < count && plain; ++j) {
+    const int64_t i = env_ids[j];
+    plain = i > last && i < num_envs_ && in_flight_[static_cast<size_t>(i)] == 0 &&
+            !(disabled && needs_reset_[static_cast<size_t>(i)]);
+    last = i;
+  }
+  if (!plain) CheckSend(env_ids, count);
   const auto* src = static_cast<const uint8_t*>(actions);
   const auto action_row = static_cast<size_t>(action_row_bytes_);
   std::fill(send_counts_.begin(), send_counts_.end(), 0);
-  for (j = 0; j < count;) {  // runs of consecutive ids: one copy of their action rows each
+  for (int64_t j = 0; j < count;) {  // runs of consecutive ids: one copy of their action rows each
     const int64_t first = env_ids[j];
     int64_t q = j + 1;
     while (q < count && env_ids[q] == first + (q - j)) ++q;
