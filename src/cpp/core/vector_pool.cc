@@ -318,18 +318,4 @@ int64_t VectorPool::GetState(int64_t env, double* out, int64_t capacity) const {
   return api_->get_state(block_, env, out, capacity);
 }
 
-void VectorPool::SortIds(int64_t* ids, int64_t count) {
-  if (count * 16 < num_envs_) {  // few ids among many envs: a comparison sort
-    std::sort(ids, ids + count);
-    return;
-  }
-  for (int64_t j = 0; j < count; ++j) id_marks_[static_cast<size_t>(ids[j])] = 1;
-  int64_t j = 0;
-  for (int64_t i = 0; j < count; ++i) {  // a counting sort: one pass over the env marks
-    if (id_marks_[static_cast<size_t>(i)] == 0) continue;
-    id_marks_[static_cast<size_t>(i)] = 0;
-    ids[j++] = i;
-  }
-}
-
 }  // namespace fastbatch
