@@ -127,6 +127,9 @@ class NativeVectorEnv(BatchVectorEnv):
         _OPEN.add(self)
         # The envs' own spec: spaces and time limit may depend on the params they were made with.
         self._env_spec = spec_from_dict(self._pool.spec, spec.id)
+        # The limit the pool applies (None: none): the one given or registered, else the envs' own.
+        own = self._env_spec.max_episode_steps
+        self._time_limit = own if max_episode_steps < 0 else (int(max_episode_steps) or None)
         self._setup(
             num_envs,
             batch_size,

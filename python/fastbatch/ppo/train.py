@@ -79,12 +79,10 @@ def check_compatible(config: PPOConfig, env) -> None:
 
 def time_limit(config: PPOConfig, env) -> int | None:
     """The time limit in steps of `env`, made from `config` (None: none known)."""
+    if isinstance(env, fastbatch.NativeVectorEnv):
+        return env._time_limit  # the one its pool applies
     limit = dict(config.env_kwargs).get("max_episode_steps")
-    if limit is None and isinstance(env, fastbatch.NativeVectorEnv):
-        limit = REGISTRY.time_limit(config.env_id)  # registered with one, else the envs' own
-        if limit is None:
-            limit = env._env_spec.max_episode_steps  # from the params they were made with
-    elif limit is None:
+    if limit is None:
         try:
             limit = gymnasium.spec(config.env_id).max_episode_steps
         except gymnasium.error.Error:
