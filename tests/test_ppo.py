@@ -350,9 +350,12 @@ def test_checkpoints_that_restart_the_envs_before_their_time_limit_are_flagged(c
         caplog.clear()
         check_compatible(resolve("pendulum"), env)  # 128 x 20 steps
         limited = {"max_episode_steps": 20}
-        check_compatible(
-            resolve("pendulum", rollout_steps=16, checkpoint_every=2, env_kwargs=limited), env
-        )
+        short = resolve("pendulum", rollout_steps=16, checkpoint_every=2, env_kwargs=limited)
+        short_env = make_env(short)  # the limit its pool applies is the one checked
+        try:
+            check_compatible(short, short_env)
+        finally:
+            short_env.close()
         assert caplog.text == ""
     finally:
         env.close()
