@@ -1,10 +1,12 @@
 """One async recv/send loop, timed: what an A/B of a change to async mode compares.
 
-    python bench/async_loop.py [--env CartPole-v1] [--envs 4096] [--seconds 2] [--runs 1]
+    python bench/async_loop.py [--env CartPole-v1] [--envs 4096] [--seconds 2] [--runs 1] [--sync]
 
 Steps `--envs` native envs in async mode with ``batch_size = envs / 2`` (default threads):
 each cycle receives a batch and sends random actions back to the envs it returned, nothing
-else in between. Prints env steps/s of each timed run of `--seconds`. To compare two builds,
+else in between. Prints env steps/s of each timed run of `--seconds`. `--sync` also times the
+same envs in sync mode (one step of all envs a cycle), alternating with the async runs, and
+prints the medians and their ratio. To compare two builds,
 run it alternately against each (e.g. copying each build's `_core*.so` into place before a
 run) and compare medians: on a shared machine single runs of bench/contention.py's async rows
 move by up to 0.3x between runs a minute apart.
@@ -13,6 +15,7 @@ move by up to 0.3x between runs a minute apart.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 
@@ -21,22 +24,33 @@ import numpy as np
 import fastbatch
 
 
-def rate(env_id: str, num_envs: int, seconds: float) -> float:
-    batch = num_envs // 2
-    env = fastbatch.make(env_id, num_envs, seed=0, batch_size=batch)
+def draw(env, rows: int, count: int) -> list[np.ndarray]:
+    space = env.single_action_space
+    space.seed(0)
+    return [
+        np.stack([space.sample() for _ in range(rows)]).astype(space.dtype) for _ in range(count)
+    ]
+
+
+def rate(env_id: str, num_envs: int, seconds: float, sync: bool = False) -> float:
+    batch = num_envs if sync else num_envs // 2
+    env = fastbatch.make(env_id, num_envs, seed=0, batch_size=None if sync else batch)
     try:
         env.reset()
-        space = env.single_action_space
-        space.seed(0)
-        actions = [
-            np.stack([space.sample() for _ in range(batch)]).astype(space.dtype) for _ in range(16)
-        ]
-        env.send(np.stack([space.sample() for _ in range(num_envs)]).astype(space.dtype))
+        actions = draw(env, batch, 16)
+        if sync:
+            cycle = env.step
+        else:
+            env.send(draw(env, num_envs, 1)[0])
+
+            def cycle(a):
+                env.recv()
+                env.send(a)  # to the envs the last recv returned
+
         steps, start = 0, time.perf_counter()
         while time.perf_counter() - start < seconds:
             for a in actions:
-                env.recv()
-                env.send(a)  # to the envs the last recv returned
+                cycle(a)
             steps += len(actions) * batch
         return steps / (time.perf_counter() - start)
     finally:
@@ -51,11 +65,16 @@ def main(argv=None) -> int:
     parser.add_argument("--envs", type=int, default=4096)
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--sync", action="store_true", help="also time sync mode, alternating")
     args = parser.parse_args(argv)
+    rates: dict[str, list[float]] = {"async": [], "sync": []}
     for _ in range(args.runs):
-        print(
-            f"{args.env} x{args.envs}: {rate(args.env, args.envs, args.seconds) / 1e6:.2f}M steps/s"
-        )
+        for mode in ["async", "sync"] if args.sync else ["async"]:
+            rates[mode].append(rate(args.env, args.envs, args.seconds, mode == "sync"))
+            print(f"{args.env} x{args.envs} {mode}: {rates[mode][-1] / 1e6:.2f}M steps/s")
+    if args.sync:
+        a, s = statistics.median(rates["async"]), statistics.median(rates["sync"])
+        print(f"medians: async {a / 1e6:.2f}M, sync {s / 1e6:.2f}M, async / sync {a / s:.2f}x")
     return 0
 
 

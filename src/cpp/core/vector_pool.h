@@ -16,15 +16,17 @@
 //
 // Async mode (batch_size < num_envs): each env has a home thread, the caller or one of the
 // num_threads() - 1 async threads (contiguous blocks, so an env's state stays in one core's
-// cache), and Send publishes its id on that thread's lock-free FIFO job ring. Each thread
-// claims runs of envs from the front of its ring, steps them into staging rows and publishes
-// their ids on a lock-free done ring (the caller inside Recv, while results are missing); a
-// thread takes from another's ring when that ring's front was sent before its own's (so no
-// env waits behind later ones) or its own is empty. Recv takes batch_size ids from the done
-// ring in completion order and returns them sorted by id. The ThreadTuner times
-// recv cycles and parks async threads when fewer measure faster (the caller then steps
-// everything). A waiting thread spins, then yields, then sleeps on a futex word that is
-// signalled only when someone sleeps on it.
+// cache). Send cuts its ids into pieces (runs of consecutive envs with one home, at most about
+// a claim's worth of stepping each) and publishes them on their home thread's lock-free FIFO
+// job ring. Each thread claims the front piece of its ring, steps it into staging rows and
+// publishes it (first env, count) on a lock-free done ring (the caller inside Recv, while
+// results are missing); a thread takes from another's ring when that ring's front was sent
+// before its own's (so no env waits behind later ones) or its own is empty. Recv takes the
+// first batch_size envs of the done ring (splitting a piece if it must) and returns them sorted
+// by id; so the rings carry one entry per piece, not per env. The ThreadTuner times recv
+// cycles and parks async threads when fewer measure faster (the caller then steps everything).
+// A waiting thread spins, then yields, then sleeps on a futex word that is signalled only when
+// someone sleeps on it.
 #ifndef FASTBATCH_CORE_VECTOR_POOL_H_
 #define FASTBATCH_CORE_VECTOR_POOL_H_
 
@@ -192,12 +194,9 @@ class VectorPool {
   // Async mode (vector_pool_async.cc).
   void StartAsync(int threads);
   void AsyncLoop(int home);
-  // How much of a ring's queue a claim takes: all (a lone thread), half (the ring's owner), a
-  // quarter (a thief, which also looks at every other ring).
-  enum class Share { kAll, kOwner, kThief };
-  // Claims envs from the front of job ring `ring` (a thief: or the next ones), steps them and
-  // publishes them as done; returns how many it stepped (0: none queued where it looked).
-  int64_t StepQueued(int ring, Share share, std::vector<int64_t>* ids);
+  // Claims the front piece of job ring `ring`, steps it and publishes it as done; returns how
+  // many envs it stepped (0: none queued there).
+  int64_t StepQueued(int ring);
   bool AnyQueued() const;
   // The ring (trying `prefer` first) whose front slot was queued by the earliest Send; -1: none.
   int OldestRing(int prefer) const;
@@ -207,8 +206,15 @@ class VectorPool {
   void CheckSend(const int64_t* env_ids, int64_t count);
   // Waits (stepping queued envs meanwhile) until done positions [done_head_, end) are filled.
   void WaitForDone(int64_t end);
-  // Sorts a recv's ids ascending (see Recv).
-  void SortIds(int64_t* ids, int64_t count);
+  // A run of consecutive env ids.
+  struct EnvRun {
+    int64_t first;
+    int64_t count;
+  };
+  // Cuts envs [first, end) into pieces and queues them on their home rings (see Send).
+  void QueueRun(int64_t first, int64_t end, int64_t piece);
+  // Sorts recv_runs_ by first env and merges adjacent runs (see Recv).
+  void SortRecvRuns();
   void DrainAsync();
   void StopAsync();
 
@@ -257,24 +263,30 @@ class VectorPool {
   bool last_was_recv_ = false;
 
   // Async mode. Staging rows are indexed by env. Positions on the rings count up forever (slot =
-  // position & mask, capacity a power of 2); at most num_envs envs are in flight, each queued
-  // once on its home's ring, so no ring overflows. A job ring has one
-  // producer (Send); consumers claim [head, head + k) by compare-exchange after reading the
-  // ids, so the producer reuses a slot only after its id was read. Done ring: the thread that
-  // stepped a run of envs reserves positions [p, p + k) with fetch_add, stores the ids, then the
-  // run's header at slot p: its length, then seq = p + 1 (release). Recv, the only consumer,
-  // walks the headers in position order. Everything else here belongs to the caller thread,
-  // except the per-env rows of an env in flight, which belong to whoever claimed it until it
-  // is published as done.
+  // position & mask, capacity a power of 2). Job ring: positions count pieces; it has one
+  // producer (Send) and at most its homed envs in flight, so it never overflows; a consumer
+  // reads the front piece, then claims it by compare-exchange on head, so the producer reuses
+  // a slot only after its piece was read. Done ring: positions count envs; the thread that
+  // stepped a piece reserves positions [p, p + count) with fetch_add and writes the piece's
+  // header at slot p: its first env and length, then seq = p + 1 (release). Recv, the only
+  // consumer, walks the headers in position order; its capacity (twice num_envs) keeps the
+  // header of a piece Recv has taken only part of until Recv takes the rest. Everything else
+  // here belongs to the caller thread, except the per-env rows of an env in flight, which
+  // belong to whoever claimed it until it is published as done.
+  struct JobPiece {
+    std::atomic<int64_t> first{0};
+    std::atomic<int64_t> count{0};
+    std::atomic<uint64_t> send{0};  // the Send call that queued it
+  };
   struct JobRing {
-    std::unique_ptr<std::atomic<int64_t>[]> ids;
-    std::unique_ptr<std::atomic<uint64_t>[]> sends;  // the Send call that queued each slot
+    std::unique_ptr<JobPiece[]> pieces;
     int64_t mask = 0;
     alignas(64) std::atomic<int64_t> head{0};
     alignas(64) std::atomic<int64_t> tail{0};
   };
   struct DoneRun {
     std::atomic<int64_t> seq{0};
+    std::atomic<int64_t> first{0};
     std::atomic<int64_t> length{0};
   };
   int64_t batch_size_;
@@ -284,9 +296,8 @@ class VectorPool {
   int64_t ring_mask_ = 0;                 // the done ring's
   std::unique_ptr<JobRing[]> job_rings_;  // the caller's, then one per async thread
   int num_job_rings_ = 0;
-  std::vector<int64_t> send_counts_;  // per job ring, while Send queues
+  std::vector<int64_t> send_counts_;  // per job ring: pieces queued by the Send in progress
   uint64_t send_count_ = 0;           // Send calls so far (caller only)
-  std::unique_ptr<std::atomic<int64_t>[]> done_ids_;
   std::unique_ptr<DoneRun[]> done_runs_;
   alignas(64) std::atomic<uint32_t> job_signal_{0};  // futex word: bumped by Send and StopAsync
   std::atomic<uint32_t> job_sleepers_{0};            // async threads asleep on job_signal_
@@ -300,14 +311,17 @@ class VectorPool {
   std::atomic<uint32_t> recv_wanted_{0};  // done_published_ value Recv sleeps for
   int64_t done_head_ = 0;                 // the next done position Recv reads (caller only)
   int64_t done_checked_ = 0;              // positions below it are known published (caller only)
+  int64_t done_run_ = 0;  // where the done run holding done_head_ starts (caller only)
   std::vector<uint8_t> in_flight_;
   int64_t num_in_flight_ = 0;
-  std::vector<int64_t> help_ids_;  // the caller's claimed job ids while it helps
-  std::vector<uint8_t> id_marks_;  // SortIds' scratch: one byte per env, zero between calls
+  std::vector<EnvRun> recv_runs_;  // the runs a Recv returns
+  std::vector<uint8_t> id_marks_;  // SortRecvRuns' scratch: one byte per env, zero between calls
   std::vector<uint8_t> stage_actions_, stage_obs_, stage_terminated_, stage_truncated_;
   std::vector<float> stage_reward_;
   std::vector<fb_error> env_errors_;
-  std::vector<uint8_t> env_failed_;
+  std::vector<uint8_t> env_failed_;        // set when an env's step failed; cleared by a full Reset
+  std::atomic<bool> async_failed_{false};  // some env_failed_ entry is set
+  std::vector<int64_t> recv_ended_rows_;   // the rows of the last Recv with episode statistics
   std::vector<uint8_t> recv_done_, recv_final_obs_;
   std::vector<double> recv_info_, recv_final_info_;
   std::vector<double> recv_return_, recv_time_;

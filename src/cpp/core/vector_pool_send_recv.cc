@@ -8,6 +8,17 @@
 #include "vector_pool.h"
 
 namespace fastbatch {
+namespace {
+
+// Send cuts its runs of envs into pieces, the unit a thread claims: large enough that a claim
+// (a compare-exchange, a done header) costs little per env, small enough that whoever waits
+// for a recv's last pieces does not wait long (about kPieceSeconds of stepping, by the measured
+// time per env) and that each thread's ring holds several pieces of a batch to share.
+constexpr int64_t kMaxPiece = 128;
+constexpr double kPieceSeconds = 10e-6;
+constexpr int64_t kPiecesPerRing = 4;
+
+}  // namespace
 
 void VectorPool::CheckSend(const int64_t* env_ids, int64_t count) {
   // Bit 2 of in_flight_ marks ids seen in this call (to find duplicates): cleared before
@@ -62,6 +73,11 @@ void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions
   if (!plain) CheckSend(env_ids, count);
   const auto* src = static_cast<const uint8_t*>(actions);
   const auto action_row = static_cast<size_t>(action_row_bytes_);
+  const double per_env = std::max(seconds_per_env_.load(std::memory_order_relaxed), 1e-9);
+  const int64_t piece =
+      std::clamp<int64_t>(std::min(static_cast<int64_t>(kPieceSeconds / per_env),
+                                   batch_size_ / (kPiecesPerRing * num_job_rings_)),
+                          1, kMaxPiece);
   std::fill(send_counts_.begin(), send_counts_.end(), 0);
   for (int64_t j = 0; j < count;) {  // runs of consecutive ids: one copy of their action rows each
     const int64_t first = env_ids[j];
@@ -69,19 +85,7 @@ void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions
     while (q < count && env_ids[q] == first + (q - j)) ++q;
     const int64_t end = first + (q - j);
     std::memset(in_flight_.data() + first, 1, static_cast<size_t>(end - first));
-    // The run's envs, ring by ring (Home is a division: once per ring, not per env).
-    for (int64_t i = first; i < end;) {
-      const int r = Home(i);
-      const int64_t ring_end = std::min(end, FirstHomedOn(r + 1, num_job_rings_, num_envs_));
-      JobRing& ring = job_rings_[r];
-      const int64_t tail = ring.tail.load(std::memory_order_relaxed);  // only Send writes tails
-      int64_t at = tail + send_counts_[r];
-      for (; i < ring_end; ++i, ++at) {
-        ring.ids[at & ring.mask].store(i, std::memory_order_relaxed);
-        ring.sends[at & ring.mask].store(send_count_, std::memory_order_relaxed);
-      }
-      send_counts_[r] = at - tail;
-    }
+    QueueRun(first, end, piece);
     std::memcpy(stage_actions_.data() + static_cast<size_t>(first) * action_row,
                 src + static_cast<size_t>(j) * action_row, static_cast<size_t>(q - j) * action_row);
     j = q;
@@ -98,6 +102,27 @@ void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions
   if (job_sleepers_.load(std::memory_order_seq_cst) != 0) job_signal_.notify_all();
 }
 
+void VectorPool::QueueRun(int64_t first, int64_t end, int64_t piece) {
+  // Ring by ring (Home is a division: once per ring, not per env), in pieces that end on
+  // multiples of `piece`, so that the same envs make up a piece from one batch to the next.
+  for (int64_t i = first; i < end;) {
+    const int r = Home(i);
+    const int64_t ring_end = std::min(end, FirstHomedOn(r + 1, num_job_rings_, num_envs_));
+    JobRing& ring = job_rings_[r];
+    const int64_t tail = ring.tail.load(std::memory_order_relaxed);  // only Send writes tails
+    int64_t at = tail + send_counts_[static_cast<size_t>(r)];
+    for (; i < ring_end; ++at) {
+      const int64_t piece_end = std::min(ring_end, (i / piece + 1) * piece);
+      JobPiece& slot = ring.pieces[at & ring.mask];
+      slot.first.store(i, std::memory_order_relaxed);
+      slot.count.store(piece_end - i, std::memory_order_relaxed);
+      slot.send.store(send_count_, std::memory_order_relaxed);
+      i = piece_end;
+    }
+    send_counts_[static_cast<size_t>(r)] = at - tail;
+  }
+}
+
 int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
   if (!is_async()) throw AsyncStateError("Send/Recv need async mode (batch_size < num_envs)");
   if (num_in_flight_ == 0) throw AsyncStateError("recv() without a pending send()");
@@ -108,35 +133,59 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
   }
   const int64_t b = batch_size_;
   WaitForDone(done_head_ + b);
-  for (int64_t j = 0; j < b; ++j) {
-    env_ids[j] = done_ids_[(done_head_ + j) & ring_mask_].load(std::memory_order_relaxed);
+  // The first b envs published: whole pieces and, where b ends inside one, its first part (the
+  // rest is taken by the next Recv).
+  recv_runs_.clear();
+  for (int64_t taken = 0; taken < b;) {
+    const DoneRun& run = done_runs_[done_run_ & ring_mask_];
+    const int64_t length = run.length.load(std::memory_order_relaxed);
+    const int64_t offset = done_head_ + taken - done_run_;
+    const int64_t take = std::min(length - offset, b - taken);
+    recv_runs_.push_back({run.first.load(std::memory_order_relaxed) + offset, take});
+    taken += take;
+    if (offset + take == length) done_run_ += length;
   }
   // In id order, not completion order: the caller sends the ids back in the order given, and
-  // completion order scrambles them within a few hundred cycles, until every run below and
-  // every claim of the next step is one env long.
-  SortIds(env_ids, b);
+  // completion order would cut the runs shorter every cycle, until every piece is one env.
+  SortRecvRuns();
   done_head_ += b;
   last_was_recv_ = true;
   auto* obs = static_cast<uint8_t*>(out.obs);
   const auto row = static_cast<size_t>(obs_row_bytes_);
   int64_t ended = 0;
   int64_t failed = -1;
-  // Copy runs of consecutive env ids (the usual case: envs are queued, claimed and published
-  // in runs) with one memcpy per array.
-  for (int64_t j = 0; j < b;) {
-    const int64_t first = env_ids[j];
-    int64_t q = j + 1;
-    while (q < b && env_ids[q] == first + (q - j)) ++q;
+  // One memcpy per array for each run. The episode statistics are zero but in the rows of
+  // episodes that ended (few): only the last Recv's such rows are cleared, and only this one's
+  // are copied.
+  for (const int64_t row : recv_ended_rows_) {
+    const auto r = static_cast<size_t>(row);
+    recv_return_[r] = 0.0;
+    recv_length_[r] = 0;
+    recv_time_[r] = 0.0;
+  }
+  recv_ended_rows_.clear();
+  const bool failures = async_failed_.load(std::memory_order_relaxed);
+  int64_t j = 0;
+  for (const EnvRun& env_run : recv_runs_) {
+    const int64_t first = env_run.first;
+    for (int64_t i = 0; i < env_run.count; ++i) env_ids[j + i] = first + i;
     const auto k = static_cast<size_t>(first), at = static_cast<size_t>(j);
-    const auto len = static_cast<size_t>(q - j);
+    const auto len = static_cast<size_t>(env_run.count);
     std::memcpy(obs + at * row, stage_obs_.data() + k * row, len * row);
     std::memcpy(out.reward + at, stage_reward_.data() + k, len * sizeof(float));
     std::memcpy(out.terminated + at, stage_terminated_.data() + k, len);
     std::memcpy(out.truncated + at, stage_truncated_.data() + k, len);
     std::memcpy(recv_done_.data() + at, done_.data() + k, len);
-    std::memcpy(recv_return_.data() + at, ep_return_out_.data() + k, len * sizeof(double));
-    std::memcpy(recv_length_.data() + at, ep_length_out_.data() + k, len * sizeof(int64_t));
-    std::memcpy(recv_time_.data() + at, ep_time_out_.data() + k, len * sizeof(double));
+    for (const void* hit = std::memchr(done_.data() + k, 1, len); hit != nullptr;) {
+      const auto i = static_cast<size_t>(static_cast<const uint8_t*>(hit) - done_.data());
+      const size_t row = at + (i - k);
+      recv_return_[row] = ep_return_out_[i];
+      recv_length_[row] = ep_length_out_[i];
+      recv_time_[row] = ep_time_out_[i];
+      recv_ended_rows_.push_back(static_cast<int64_t>(row));
+      ++ended;
+      hit = i + 1 < k + len ? std::memchr(done_.data() + i + 1, 1, k + len - i - 1) : nullptr;
+    }
     if (!recv_final_obs_.empty()) {
       std::memcpy(recv_final_obs_.data() + at * row, final_obs_.data() + k * row, len * row);
     }
@@ -150,13 +199,12 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
       }
     }
     std::memset(in_flight_.data() + k, 0, len);
-    for (size_t i = k; i < k + len; ++i) ended += done_[i];
-    const void* hit = std::memchr(env_failed_.data() + k, 1, len);
+    const void* hit = failures ? std::memchr(env_failed_.data() + k, 1, len) : nullptr;
     if (hit != nullptr) {
       const int64_t i = static_cast<const uint8_t*>(hit) - env_failed_.data();
       if (failed < 0 || i < failed) failed = i;
     }
-    j = q;
+    j += env_run.count;
   }
   num_in_flight_ -= b;
   // The tuner times whole recv cycles (the caller's own work between them included: the async
@@ -177,17 +225,40 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
   return ended;
 }
 
-void VectorPool::SortIds(int64_t* ids, int64_t count) {
-  if (count * 16 < num_envs_) {  // few ids among many envs: a comparison sort
-    std::sort(ids, ids + count);
+void VectorPool::SortRecvRuns() {
+  std::vector<EnvRun>& runs = recv_runs_;
+  if (runs.size() < 2) return;
+  if (static_cast<int64_t>(runs.size()) * 16 < num_envs_) {  // few runs: a comparison sort
+    std::sort(runs.begin(), runs.end(),
+              [](const EnvRun& a, const EnvRun& b) { return a.first < b.first; });
+    size_t kept = 0;  // merge runs that continue each other
+    for (size_t r = 1; r < runs.size(); ++r) {
+      if (runs[kept].first + runs[kept].count == runs[r].first) {
+        runs[kept].count += runs[r].count;
+      } else {
+        runs[++kept] = runs[r];
+      }
+    }
+    runs.resize(kept + 1);
     return;
   }
-  for (int64_t j = 0; j < count; ++j) id_marks_[static_cast<size_t>(ids[j])] = 1;
-  int64_t j = 0;
-  for (int64_t i = 0; j < count; ++i) {  // a counting sort: one pass over the env marks
-    if (id_marks_[static_cast<size_t>(i)] == 0) continue;
-    id_marks_[static_cast<size_t>(i)] = 0;
-    ids[j++] = i;
+  // Many short runs: mark their envs, then read the runs off the marks in one pass.
+  int64_t lo = num_envs_, hi = 0;
+  for (const EnvRun& run : runs) {
+    std::memset(id_marks_.data() + run.first, 1, static_cast<size_t>(run.count));
+    lo = std::min(lo, run.first);
+    hi = std::max(hi, run.first + run.count);
+  }
+  runs.clear();
+  for (int64_t i = lo; i < hi;) {
+    if (id_marks_[static_cast<size_t>(i)] == 0) {
+      ++i;
+      continue;
+    }
+    const int64_t first = i;
+    while (i < hi && id_marks_[static_cast<size_t>(i)] != 0)
+      id_marks_[static_cast<size_t>(i++)] = 0;
+    runs.push_back({first, i - first});
   }
 }
 
