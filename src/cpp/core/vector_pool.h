@@ -314,6 +314,7 @@ class VectorPool {
   int64_t done_run_ = 0;  // where the done run holding done_head_ starts (caller only)
   std::vector<uint8_t> in_flight_;
   int64_t num_in_flight_ = 0;
+  std::vector<EnvRun> send_runs_;  // a Send's runs of consecutive ids, in the order given
   std::vector<EnvRun> recv_runs_;  // the runs a Recv returns
   std::vector<uint8_t> id_marks_;  // SortRecvRuns' scratch: one byte per env, zero between calls
   std::vector<uint8_t> stage_actions_, stage_obs_, stage_terminated_, stage_truncated_;

@@ -75,6 +75,7 @@ void VectorPool::StartAsync(int threads) {
     recv_final_obs_.assign(b * static_cast<size_t>(obs_row_bytes_), 0);
     recv_final_info_.assign(b * static_cast<size_t>(info_row_), 0.0);
   }
+  send_runs_.reserve(n);
   recv_runs_.reserve(b);
   recv_ended_rows_.reserve(b);
   id_marks_.assign(n, 0);

@@ -18,6 +18,18 @@ constexpr int64_t kMaxPiece = 128;
 constexpr double kPieceSeconds = 10e-6;
 constexpr int64_t kPiecesPerRing = 4;
 
+bool AllZero(const uint8_t* bytes, int64_t count) {
+  uint64_t any = 0;
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, bytes + i, 8);
+    any |= word;
+  }
+  for (; i < count; ++i) any |= bytes[i];
+  return any == 0;
+}
+
 }  // namespace
 
 void VectorPool::CheckSend(const int64_t* env_ids, int64_t count) {
@@ -60,17 +72,27 @@ void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions
         "a previous step raised an env error; call reset() before sending again");
   }
   // Validate everything before the first side effect. The usual call (ids in increasing order,
-  // as recv returns them, none in flight or waiting for a reset) passes one read-only scan;
-  // any other takes the full check, which names the first bad id in order.
+  // as recv returns them, none in flight or waiting for a reset) passes a scan of its runs of
+  // consecutive ids; any other takes the full check, which names the first bad id in order.
   const bool disabled = mode_ == AutoresetMode::kDisabled;
   bool plain = true;
-  for (int64_t j = 0, last = -1; j < count && plain; ++j) {
-    const int64_t i = env_ids[j];
-    plain = i > last && i < num_envs_ && in_flight_[static_cast<size_t>(i)] == 0 &&
-            !(disabled && needs_reset_[static_cast<size_t>(i)]);
-    last = i;
+  send_runs_.clear();
+  for (int64_t j = 0, next = 0; j < count;) {
+    const int64_t first = env_ids[j];
+    int64_t q = j + 1;  // unsigned: an id far out of range must not overflow
+    while (q < count && static_cast<uint64_t>(env_ids[q]) ==
+                            static_cast<uint64_t>(first) + static_cast<uint64_t>(q - j)) {
+      ++q;
+    }
+    const int64_t length = q - j;
+    plain = plain && first >= next && first <= num_envs_ - length &&
+            AllZero(in_flight_.data() + first, length) &&
+            !(disabled && !AllZero(needs_reset_.data() + first, length));
+    if (plain) next = first + length;
+    send_runs_.push_back({first, length});
+    j = q;
   }
-  if (!plain) CheckSend(env_ids, count);
+  if (!plain) CheckSend(env_ids, count);  // throws, or the ids are valid (in any order)
   const auto* src = static_cast<const uint8_t*>(actions);
   const auto action_row = static_cast<size_t>(action_row_bytes_);
   const double per_env = std::max(seconds_per_env_.load(std::memory_order_relaxed), 1e-9);
@@ -79,16 +101,14 @@ void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions
                                    batch_size_ / (kPiecesPerRing * num_job_rings_)),
                           1, kMaxPiece);
   std::fill(send_counts_.begin(), send_counts_.end(), 0);
-  for (int64_t j = 0; j < count;) {  // runs of consecutive ids: one copy of their action rows each
-    const int64_t first = env_ids[j];
-    int64_t q = j + 1;
-    while (q < count && env_ids[q] == first + (q - j)) ++q;
-    const int64_t end = first + (q - j);
-    std::memset(in_flight_.data() + first, 1, static_cast<size_t>(end - first));
-    QueueRun(first, end, piece);
-    std::memcpy(stage_actions_.data() + static_cast<size_t>(first) * action_row,
-                src + static_cast<size_t>(j) * action_row, static_cast<size_t>(q - j) * action_row);
-    j = q;
+  int64_t row = 0;
+  for (const EnvRun& run : send_runs_) {  // one copy of a run's action rows
+    std::memset(in_flight_.data() + run.first, 1, static_cast<size_t>(run.count));
+    QueueRun(run.first, run.first + run.count, piece);
+    std::memcpy(stage_actions_.data() + static_cast<size_t>(run.first) * action_row,
+                src + static_cast<size_t>(row) * action_row,
+                static_cast<size_t>(run.count) * action_row);
+    row += run.count;
   }
   num_in_flight_ += count;
   ++send_count_;
