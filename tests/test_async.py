@@ -4,6 +4,8 @@ batch_size is whole blocks); then what only one backend does."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -17,16 +19,16 @@ def policy(env_id: np.ndarray, steps: np.ndarray) -> np.ndarray:
     return ((env_id * 7 + steps * 3) // 2 % 2).astype(np.int64)
 
 
-def _assert_each_env_follows_its_sync_trajectory(sync, env, steps: int) -> None:
+def _assert_each_env_follows_its_sync_trajectory(sync, env, steps: int, seed=None) -> None:
     n, b = env.num_envs, env.batch_size
-    obs, _ = sync.reset()
+    obs, _ = sync.reset(seed=seed)
     expected = [[obs[i].copy()] for i in range(n)]
     for t in range(steps):
         obs, reward, term, trunc, _ = sync.step(policy(np.arange(n), np.full(n, t)))
         for i in range(n):
             expected[i].append((obs[i].copy(), reward[i], term[i], trunc[i]))
 
-    obs, _ = env.reset()
+    obs, _ = env.reset(seed=seed)
     got = [[obs[i].copy()] for i in range(n)]
     counts = np.zeros(n, dtype=np.int64)
     env.send(policy(np.arange(n), counts))
@@ -303,3 +305,31 @@ def test_native_async_send_refuses_an_env_that_waits_for_its_reset():
             pytest.fail("no episode ended")
     finally:
         env.close()
+
+
+def test_native_async_adds_threads_while_steps_block_and_keeps_every_trajectory():
+    # Steps that sleep leave the cores idle: with the default num_workers the pool measures that
+    # and steps with more threads than cores (the same trajectories); a num_workers given is a
+    # hard limit.
+    stalls = {"stall_prob": 0.3, "stall_us": 2000}
+    capped = fastbatch.make(
+        "_TestVariableCost-v0", 16, batch_size=8, seed=3, num_workers=2, **stalls
+    )
+    env = fastbatch.make("_TestVariableCost-v0", 16, batch_size=8, seed=3, **stalls)
+    most = {"capped": 0, "default": 0}
+    for name, e in [("capped", capped), ("default", env)]:
+        e.reset()
+        e.send(np.zeros(16, dtype=np.int64))
+        deadline = time.monotonic() + (1.0 if name == "capped" else 30.0)
+        while time.monotonic() < deadline and most[name] <= e.num_workers:
+            e.recv()
+            e.send(np.zeros(8, dtype=np.int64))
+            most[name] = max(most[name], e.active_workers)
+    assert most["capped"] <= 2
+    assert most["default"] > env.num_workers
+    capped.close()
+    sync = fastbatch.make("_TestVariableCost-v0", 16, seed=3, **stalls)
+    _assert_each_env_follows_its_sync_trajectory(sync, env, steps=40, seed=5)
+    assert env.active_workers > env.num_workers  # (reset keeps the tuner's choice)
+    sync.close()
+    env.close()

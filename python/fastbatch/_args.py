@@ -100,3 +100,11 @@ def worker_count(num_workers: Any, num_threads: Any, num_envs: int) -> int:
     if num_workers is None:
         return min(available_cores(), num_envs)
     return positive_int("num_workers", num_workers)
+
+
+def blocking_threads(workers: int, default_workers: bool) -> int:
+    """The most threads async mode may step with while the envs' steps block (the pool measures
+    it): ``min(8 * workers, workers + 64)`` when ``num_workers`` was left to its default, else
+    ``workers`` (a number the user gave is a hard limit). The pool clamps it to ``num_envs``
+    and uses it only in async mode."""
+    return min(8 * workers, workers + 64) if default_workers else workers

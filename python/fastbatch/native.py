@@ -13,7 +13,14 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from fastbatch import _core
-from fastbatch._args import MODE_CODES, parse_autoreset_mode, positive_int, seed_list, worker_count
+from fastbatch._args import (
+    MODE_CODES,
+    blocking_threads,
+    parse_autoreset_mode,
+    positive_int,
+    seed_list,
+    worker_count,
+)
 from fastbatch._base import BatchVectorEnv
 from fastbatch._infos import add_info, episode_info, numeric_info
 from fastbatch._native_attrs import NativeAttributes, check_render_mode
@@ -123,6 +130,7 @@ class NativeVectorEnv(BatchVectorEnv):
             int(max_episode_steps),
             params,
             batch_size,
+            blocking_threads(workers, num_workers is None and num_threads is None),
         )
         _OPEN.add(self)
         # The envs' own spec: spaces and time limit may depend on the params they were made with.
@@ -254,11 +262,14 @@ class NativeVectorEnv(BatchVectorEnv):
 
     @property
     def active_workers(self) -> int:
-        """How many of the :attr:`num_workers` threads step envs now (the calling thread counts
-        as one). The pool times its batch steps (async mode: its ``recv`` cycles) and moves to
-        the count that measures fastest, probing the neighbouring counts now and then: with a
-        core taken by another process, or with envs too cheap to share, fewer threads can be
-        faster than all of them. Results never depend on it."""
+        """How many threads step envs now (the calling thread counts as one). The pool times
+        its batch steps (async mode: its ``recv`` cycles) and moves to the count that measures
+        fastest, probing the neighbouring counts now and then: with a core taken by another
+        process, or with envs too cheap to share, fewer threads can be faster than all
+        :attr:`num_workers`. In async mode with the default ``num_workers``, it may also go
+        above it, up to ``min(8 x, 64 +)`` the cores, while the envs' steps block (sleep, wait
+        on I/O or another process) so that the process uses under half the cores its threads
+        could. Results never depend on it."""
         return self._pool.active_threads
 
     @property

@@ -28,7 +28,8 @@ namespace {
 // The pool, after the checks of the arguments that reach C++ unchecked by Python.
 std::unique_ptr<VectorPool> MakePool(const EnvType& type, int64_t num_envs, int num_threads,
                                      int autoreset_mode, int64_t max_episode_steps,
-                                     std::vector<double> params, int64_t batch_size) {
+                                     std::vector<double> params, int64_t batch_size,
+                                     int max_async_threads) {
   if (num_envs <= 0) {
     throw py::value_error("num_envs must be a positive integer, got " + std::to_string(num_envs));
   }
@@ -55,6 +56,7 @@ std::unique_ptr<VectorPool> MakePool(const EnvType& type, int64_t num_envs, int 
   config.max_episode_steps = max_episode_steps;
   config.params = std::move(params);
   config.batch_size = batch_size;
+  config.max_async_threads = max_async_threads;
   return std::make_unique<VectorPool>(type.api, config);
 }
 
@@ -63,11 +65,11 @@ std::unique_ptr<VectorPool> MakePool(const EnvType& type, int64_t num_envs, int 
 // The spaces come from the pool's spec: the block's, which may depend on the params.
 PyVectorPool::PyVectorPool(const EnvType& type, int64_t num_envs, int num_threads,
                            int autoreset_mode, int64_t max_episode_steps,
-                           std::vector<double> params, int64_t batch_size)
+                           std::vector<double> params, int64_t batch_size, int max_async_threads)
     : type_(type),
       owner_pid_(getpid()),
       pool_(MakePool(type, num_envs, num_threads, autoreset_mode, max_episode_steps,
-                     std::move(params), batch_size)),
+                     std::move(params), batch_size, max_async_threads)),
       actions_(ActionChecker::ForSpace(pool_->spec().action)),
       step_slots_(num_envs, pool_->spec()),
       recv_slots_(batch_size > 0 ? batch_size : num_envs, pool_->spec()),

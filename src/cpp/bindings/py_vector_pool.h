@@ -65,7 +65,8 @@ class PyVectorPool {
   // autoreset_mode: 0 next step, 1 same step, 2 disabled. batch_size 0 or num_envs: sync;
   // smaller: async (send/recv). Raises ValueError for an argument out of range.
   PyVectorPool(const EnvType& type, int64_t num_envs, int num_threads, int autoreset_mode,
-               int64_t max_episode_steps, std::vector<double> params, int64_t batch_size);
+               int64_t max_episode_steps, std::vector<double> params, int64_t batch_size,
+               int max_async_threads = 0);
   // In a forked child: abandons the pool (see "Fork" above) rather than joining its threads.
   ~PyVectorPool();
   PyVectorPool(const PyVectorPool&) = delete;

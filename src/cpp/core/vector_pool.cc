@@ -19,7 +19,7 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
       max_threads_(ClampThreads(config)),
       chunk_size_(config.num_envs > 0 ? ChunkSize(config.num_envs, max_threads_) : 1),
       num_chunks_(config.num_envs > 0 ? (config.num_envs + chunk_size_ - 1) / chunk_size_ : 0),
-      tuner_(max_threads_),
+      tuner_(MaxActiveThreads(config), max_threads_),
       seeds_(std::max<int64_t>(config.num_envs, 0), api->abi_version),
       batch_size_(config.batch_size <= 0 ? config.num_envs : config.batch_size) {
   if (num_envs_ <= 0) throw std::invalid_argument("num_envs must be positive");
@@ -67,7 +67,8 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   seeds_.SeedFromEntropy(0, num_envs_);
 
   workers_ = std::make_unique<WorkerPool>(max_threads_ - 1);
-  if (is_async()) StartAsync(max_threads_);
+  tuner_.set_ceiling(max_threads_);  // async mode raises it while the envs' steps block
+  if (is_async()) StartAsync(MaxActiveThreads(config));
 }
 
 VectorPool::~VectorPool() {
@@ -79,6 +80,13 @@ VectorPool::~VectorPool() {
 int VectorPool::ClampThreads(const PoolConfig& config) {
   return static_cast<int>(
       std::clamp<int64_t>(config.num_threads, 1, std::max<int64_t>(1, config.num_envs)));
+}
+
+int VectorPool::MaxActiveThreads(const PoolConfig& config) {
+  const int threads = ClampThreads(config);
+  if (config.batch_size <= 0 || config.batch_size >= config.num_envs) return threads;
+  return static_cast<int>(std::clamp<int64_t>(config.max_async_threads, threads,
+                                              std::max<int64_t>(threads, config.num_envs)));
 }
 
 double VectorPool::Now() {
@@ -139,7 +147,8 @@ void VectorPool::Reset(const uint8_t* mask, void* obs, const void* prev_obs) {
   call_out_.obs = obs;
   call_prev_obs_ = prev_obs;
   std::fill(failed_.begin(), failed_.end(), 0);
-  workers_->Run(&VectorPool::ResetTask, this, num_chunks_, tuner_.chosen() - 1);
+  workers_->Run(&VectorPool::ResetTask, this, num_chunks_,
+                std::min(tuner_.chosen(), max_threads_) - 1);
   ThrowFirstError();
   broken_ = false;
   if (is_async() && mask == nullptr) {  // nothing is in flight: forget the failures

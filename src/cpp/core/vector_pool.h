@@ -80,7 +80,11 @@ struct PoolConfig {
   AutoresetMode autoreset_mode = AutoresetMode::kNextStep;
   int64_t max_episode_steps = 0;  // 0: no time limit; < 0: the env spec's
   int64_t batch_size = 0;         // < num_envs: async mode (Send/Recv); 0 or num_envs: sync
-  std::vector<double> params;     // constructor params, in spec order
+  // Async mode: the most threads (the caller counts) that may step while the envs' steps block
+  // (sleep, wait on I/O): the pool then uses under half of the cores its threads could, and the
+  // tuner may try more threads than num_threads. Clamped to [num_threads, num_envs].
+  int max_async_threads = 0;
+  std::vector<double> params;  // constructor params, in spec order
 };
 
 // Async mode homes the envs in contiguous blocks, one per job ring: env `env` of `num_envs` on
@@ -102,8 +106,9 @@ class VectorPool {
   int64_t num_envs() const { return num_envs_; }
   // The configured thread count (the caller counts as one), clamped to [1, num_envs].
   int num_threads() const { return max_threads_; }
-  // How many of them the tuner currently has stepping (sync: each batch; async: the caller and
-  // the async threads not parked).
+  // How many threads the tuner currently has stepping (sync: each batch; async: the caller and
+  // the async threads not parked). Async mode may go above num_threads (to max_async_threads)
+  // while the envs' steps block.
   int active_threads() const { return tuner_.chosen(); }
   int64_t chunk_size() const { return chunk_size_; }
   int64_t obs_row_bytes() const { return obs_row_bytes_; }
@@ -189,11 +194,14 @@ class VectorPool {
   void StartEpisode(int64_t i, double now);
   void ThrowFirstError();
   static int ClampThreads(const PoolConfig& config);
+  static int MaxActiveThreads(const PoolConfig& config);
   static double Now();
 
   // Async mode (vector_pool_async.cc).
   void StartAsync(int threads);
-  void AsyncLoop(int home);
+  void AsyncLoop(int thread);
+  // Raises the tuner's ceiling above num_threads while the envs' steps block (see PoolConfig).
+  void CheckBlocking(double now);
   // Claims the front piece of job ring `ring`, steps it and publishes it as done; returns how
   // many envs it stepped (0: none queued there).
   int64_t StepQueued(int ring);
@@ -292,9 +300,11 @@ class VectorPool {
   int64_t batch_size_;
   int64_t action_row_bytes_ = 0;
   std::vector<std::thread> async_threads_;
-  int num_async_threads_ = 0;
+  int num_async_threads_ = 0;   // the first num_job_rings_ - 1 own a job ring; the rest only take
+  double blocking_wall_ = 0.0;  // CheckBlocking's last look: wall and process CPU seconds
+  double blocking_cpu_ = 0.0;
   int64_t ring_mask_ = 0;                 // the done ring's
-  std::unique_ptr<JobRing[]> job_rings_;  // the caller's, then one per async thread
+  std::unique_ptr<JobRing[]> job_rings_;  // the caller's, then one per async thread w + 1
   int num_job_rings_ = 0;
   std::vector<int64_t> send_counts_;  // per job ring: pieces queued by the Send in progress
   uint64_t send_count_ = 0;           // Send calls so far (caller only)

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <ctime>
 #include <string>
 
 #include "dtype.h"
@@ -28,6 +29,13 @@ constexpr microseconds kRecvYield{200};
 
 constexpr int64_t kTimedPieces = 8;  // a power of 2
 
+// CheckBlocking looks at the process's CPU time once a window: below kBlockedBusy (35%) of the
+// cores its threads could use, the steps block and the tuner may try more threads than num_threads;
+// above kUnblockedBusy (at num_threads or fewer) it may not.
+constexpr double kBlockingWindow = 0.05;
+constexpr double kBlockedBusy = 0.35;
+constexpr double kUnblockedBusy = 0.75;
+
 // Wrap-aware `a >= b` for 32-bit counters that are never more than 2^31 apart.
 bool Reached(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
 
@@ -45,10 +53,11 @@ void VectorPool::StartAsync(int threads) {
   // Twice num_envs: see the done ring in vector_pool.h.
   const int64_t capacity = power_of_2(2 * num_envs_);
   ring_mask_ = capacity - 1;
-  // Envs are homed in contiguous blocks, one per thread: ring 0 the caller's (it steps them
-  // inside Recv), ring w + 1 async thread w's; so each env's state stays in one core's cache.
+  // Envs are homed in contiguous blocks, one per thread up to num_threads: ring 0 the caller's
+  // (it steps them inside Recv), ring w + 1 async thread w's; so each env's state stays in one
+  // core's cache. Threads beyond num_threads (there to step while envs block) own no ring.
   num_async_threads_ = threads - 1;
-  num_job_rings_ = threads;
+  num_job_rings_ = max_threads_;
   job_rings_ = std::make_unique<JobRing[]>(static_cast<size_t>(num_job_rings_));
   for (int r = 0; r < num_job_rings_; ++r) {
     const int64_t homed = (num_envs_ + num_job_rings_ - 1) / num_job_rings_ + 1;
@@ -79,10 +88,10 @@ void VectorPool::StartAsync(int threads) {
   recv_runs_.reserve(b);
   recv_ended_rows_.reserve(b);
   id_marks_.assign(n, 0);
-  async_active_.store(static_cast<uint32_t>(num_async_threads_), std::memory_order_relaxed);
+  async_active_.store(static_cast<uint32_t>(tuner_.chosen() - 1), std::memory_order_relaxed);
   async_threads_.reserve(static_cast<size_t>(num_async_threads_));
   for (int t = 0; t < num_async_threads_; ++t) {
-    async_threads_.emplace_back(&VectorPool::AsyncLoop, this, t + 1);
+    async_threads_.emplace_back(&VectorPool::AsyncLoop, this, t);
   }
 }
 
@@ -184,9 +193,11 @@ int64_t VectorPool::StepQueued(int ring_index) {
   return take;
 }
 
-void VectorPool::AsyncLoop(int home) {  // home: this thread's job ring, its index + 1
+void VectorPool::AsyncLoop(int thread) {
   auto queued = [this] { return async_stop_.load(std::memory_order_relaxed) || AnyQueued(); };
-  const auto index = static_cast<uint32_t>(home - 1);
+  const auto index = static_cast<uint32_t>(thread);
+  const int home = thread + 1 < num_job_rings_ ? thread + 1 : -1;  // its job ring, if it owns one
+  const int prefer = home >= 0 ? home : thread % num_job_rings_;
   for (;;) {
     // Parked while the tuner leaves this thread out; Recv changes the word only when the count
     // changes, and the caller steps (steals) the envs homed here meanwhile.
@@ -194,8 +205,8 @@ void VectorPool::AsyncLoop(int home) {  // home: this thread's job ring, its ind
       if (async_stop_.load(std::memory_order_acquire)) return;
       async_active_.wait(a, std::memory_order_acquire);
     }
-    if (StepQueued(home) > 0) continue;
-    const int oldest = OldestRing(home);
+    if (home >= 0 && StepQueued(home) > 0) continue;
+    const int oldest = OldestRing(prefer);
     if (oldest >= 0 && StepQueued(oldest) > 0) continue;
     if (!SpinThenYield(queued, kJobSpin, kJobYield)) {
       job_sleepers_.fetch_add(1, std::memory_order_seq_cst);
@@ -245,6 +256,29 @@ void VectorPool::WaitForDone(int64_t end) {
     if (!next_run()) done_published_.wait(published, std::memory_order_acquire);
     recv_asleep_.store(0, std::memory_order_relaxed);
   }
+}
+
+void VectorPool::CheckBlocking(double now) {
+  if (tuner_.max_threads() == max_threads_) return;  // no threads beyond num_threads
+  if (blocking_wall_ > 0.0 && now - blocking_wall_ < kBlockingWindow) return;
+  timespec cpu_time{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu_time);
+  const double cpu =
+      static_cast<double>(cpu_time.tv_sec) + 1e-9 * static_cast<double>(cpu_time.tv_nsec);
+  if (blocking_wall_ > 0.0) {
+    // The share of the cores the threads could use (at most num_threads of them) that the
+    // process used: low when the steps block. The process's other threads count too, which
+    // only makes it slower to go beyond num_threads.
+    const int cores = std::min(tuner_.chosen(), max_threads_);
+    const double busy = (cpu - blocking_cpu_) / ((now - blocking_wall_) * cores);
+    if (busy < kBlockedBusy) {
+      tuner_.set_ceiling(tuner_.max_threads());
+    } else if (busy > kUnblockedBusy && tuner_.chosen() <= max_threads_) {
+      tuner_.set_ceiling(max_threads_);  // above num_threads the tuner itself comes down first
+    }
+  }
+  blocking_wall_ = now;
+  blocking_cpu_ = cpu;
 }
 
 void VectorPool::StopAsync() {

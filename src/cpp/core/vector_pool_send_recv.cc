@@ -232,6 +232,7 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
   const double now = Now();
   if (last_recv_ > 0.0) tuner_.Record(now - last_recv_);
   last_recv_ = now;
+  CheckBlocking(now);
   const auto active = static_cast<uint32_t>(tuner_.threads() - 1);
   if (async_active_.load(std::memory_order_relaxed) != active) {
     async_active_.store(active, std::memory_order_seq_cst);

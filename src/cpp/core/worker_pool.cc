@@ -186,18 +186,32 @@ constexpr int64_t kBlockSteps = 16;
 constexpr double kMargin = 0.03, kSlowdown = 1.25;
 }  // namespace
 
-ThreadTuner::ThreadTuner(int max_threads)
-    : max_threads_(std::max(1, max_threads)), chosen_(max_threads_), interval_(kFirstInterval) {}
+ThreadTuner::ThreadTuner(int max_threads, int start)
+    : max_threads_(std::max(1, max_threads)),
+      ceiling_(max_threads_),
+      chosen_(start > 0 ? std::min(start, max_threads_) : max_threads_),
+      interval_(kFirstInterval) {}
+
+void ThreadTuner::set_ceiling(int ceiling) {
+  ceiling_ = std::clamp(ceiling, 1, max_threads_);
+  if (chosen_ > ceiling_) {
+    chosen_ = ceiling_;
+    chosen_mean_ = 0.0;
+    slow_blocks_ = 0;
+  }
+  if (probing_ && candidate_ > ceiling_) probing_ = false;
+}
 
 void ThreadTuner::StartProbe(int direction) {
   candidate_ = chosen_ + direction;
-  if (candidate_ < 1 || candidate_ > max_threads_) candidate_ = chosen_ - direction;
-  direction_ = -direction;  // the other neighbour next time
+  if (candidate_ < 1 || candidate_ > ceiling_) candidate_ = chosen_ - direction;
+  if (candidate_ < 1 || candidate_ > ceiling_) return;  // one thread allowed: nothing to probe
+  direction_ = -direction;                              // the other neighbour next time
   probing_ = true;
 }
 
 void ThreadTuner::Record(double seconds) {
-  if (max_threads_ == 1) return;
+  if (ceiling_ == 1 && chosen_ == 1) return;
   block_seconds_ += seconds;
   ++block_steps_;
   if (block_steps_ < kBlockSteps || block_seconds_ < kBlockSeconds) return;
@@ -209,6 +223,7 @@ void ThreadTuner::Record(double seconds) {
     probing_ = false;
     since_probe_ = 0.0;
     if (mean < chosen_mean_ * (1.0 - kMargin)) {
+      direction_ = candidate_ > chosen_ ? 1 : -1;  // keep climbing the way that paid
       chosen_ = candidate_;
       chosen_mean_ = 0.0;
       slow_blocks_ = 0;

@@ -135,9 +135,17 @@ class WorkerPool {
 // least 3% below the last normal block of the current choice. Two blocks in a row 25% slower
 // than that (the machine got busy) start a probe of one thread fewer at once. Means, not medians: a
 // descheduled thread shows up as a rare long step. Results never depend on the choice.
+// It starts at `start` (default: max_threads) and never probes above its ceiling (default:
+// max_threads; see set_ceiling).
 class ThreadTuner {
  public:
-  explicit ThreadTuner(int max_threads);
+  explicit ThreadTuner(int max_threads, int start = 0);
+
+  // The most threads a probe may try, clamped to [1, max_threads]; a choice above a lowered
+  // ceiling drops to it at once.
+  void set_ceiling(int ceiling);
+  int ceiling() const { return ceiling_; }
+  int max_threads() const { return max_threads_; }
 
   // The thread count for the next batch step (the probe's while probing).
   int threads() const { return probing_ ? candidate_ : chosen(); }
@@ -151,6 +159,7 @@ class ThreadTuner {
   void StartProbe(int direction);
 
   int max_threads_;
+  int ceiling_;
   std::atomic<int> chosen_;
   int candidate_ = 1;
   int direction_ = -1;  // the neighbour to probe next: chosen_ - 1 or chosen_ + 1

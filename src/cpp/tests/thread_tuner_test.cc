@@ -99,6 +99,36 @@ FB_TEST(ProbesStayWithinRange) {
   }
 }
 
+// Async mode's tuner: it starts at the cores, may go above them only while the pool raises the
+// ceiling (the envs' steps block), and drops back at once when the ceiling comes down.
+FB_TEST(StartsWhereToldAndNeverProbesAboveItsCeiling) {
+  ThreadTuner tuner(8, 2);
+  tuner.set_ceiling(2);
+  FB_CHECK_EQ(tuner.chosen(), 2);
+  const int64_t probes = Drive(
+      &tuner,
+      [](int t) {
+        FB_CHECK(t <= 2);
+        return 800e-6 / t;
+      },
+      20000);
+  FB_CHECK_EQ(tuner.chosen(), 2);
+  FB_CHECK_MSG(probes > 0, std::string("no probe of one thread"));  // it probes, but only downwards
+  tuner.set_ceiling(8);
+  Drive(&tuner, [](int t) { return 800e-6 / t; }, 20000);
+  FB_CHECK_EQ(tuner.chosen(), 8);
+  tuner.set_ceiling(3);
+  FB_CHECK_EQ(tuner.chosen(), 3);
+  Drive(
+      &tuner,
+      [](int t) {
+        FB_CHECK(t <= 3);
+        return 800e-6 / t;
+      },
+      20000);
+  FB_CHECK_EQ(tuner.chosen(), 3);
+}
+
 }  // namespace
 }  // namespace fastbatch
 
