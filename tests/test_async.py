@@ -240,6 +240,9 @@ def test_native_send_checks_env_ids():
         env.send(np.zeros(3, dtype=np.int64), np.array([1, 2]))
     with pytest.raises(TypeError, match="env_ids"):
         env.send(np.zeros(1, dtype=np.int64), np.array([1.0]))
+    for far in ([2**63 - 2, 2**63 - 1], [-(2**63), -(2**63) + 1]):  # runs that would overflow
+        with pytest.raises(ValueError, match="outside"):
+            env.send(np.zeros(2, dtype=np.int64), np.array(far, dtype=np.int64))
     env.send(np.zeros(1, dtype=np.int64), np.array([1]))  # the failed calls queued nothing
     *_, info = env.recv()
     assert sorted(info["env_id"].tolist()) == [0, 1]
