@@ -135,7 +135,9 @@ py::array ActionChecker::Check(py::handle in, int64_t rows, const int64_t* env_i
                            " space must be integers, got dtype " + DTypeString(dtype));
     }
     if (!HasShape(a, rows)) ThrowShape(a, rows);
-    auto ints = Int64Array::ensure(a);
+    // An int64 C-contiguous array (the usual) as it is: ensure() would go through FromAny.
+    auto ints = py::isinstance<Int64Array>(a) ? py::reinterpret_borrow<Int64Array>(a)
+                                              : Int64Array::ensure(a);
     if (!ints) throw py::error_already_set();
     const int64_t* p = ints.data();
     const int64_t end = start_ + n_;
@@ -162,6 +164,11 @@ py::array ActionChecker::Check(py::handle in, int64_t rows, const int64_t* env_i
 }
 
 Int64Array CheckEnvIds(py::handle env_ids) {
+  // The usual ids (the int64 array recv returned) as they are: ensure() goes through FromAny.
+  if (py::isinstance<Int64Array>(env_ids) &&
+      py::reinterpret_borrow<py::array>(env_ids).ndim() == 1) {
+    return py::reinterpret_borrow<Int64Array>(env_ids);
+  }
   py::array ids = py::array::ensure(env_ids);
   if (!ids || (ids.dtype().kind() != 'i' && ids.dtype().kind() != 'u') || ids.ndim() != 1) {
     PyErr_Clear();
