@@ -4,6 +4,7 @@ batch_size is whole blocks); then what only one backend does."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -214,7 +215,7 @@ def test_native_variable_cost_envs_follow_their_sync_trajectories(num_workers, b
 def test_native_recv_rows_come_in_env_id_order(num_envs, batch_size):
     # Costs vary by env and over time, so envs finish out of order; rows still ascend by id
     # (both sorts of the pieces a recv takes: by marks over the envs when there are many
-    # against the envs, 12 envs; by comparison when few, 200 and 400 envs).
+    # against the envs, as with 12 envs; by comparison when few, as with 400 envs and B = 7).
     env = fastbatch.make("_TestVariableCost-v0", num_envs, batch_size=batch_size, seed=0)
     env.reset()
     env.send(np.zeros(num_envs, dtype=np.int64))
@@ -313,26 +314,43 @@ def test_native_async_send_refuses_an_env_that_waits_for_its_reset():
 def test_native_async_adds_threads_while_steps_block_and_keeps_every_trajectory():
     # Steps that sleep leave the cores idle: with the default num_workers the pool measures that
     # and steps with more threads than cores (the same trajectories); a num_workers given is a
-    # hard limit.
+    # hard limit. More envs than cores, so that threads beyond them are allowed.
+    n = max(16, 4 * len(os.sched_getaffinity(0)))
     stalls = {"stall_prob": 0.3, "stall_us": 2000}
-    capped = fastbatch.make(
-        "_TestVariableCost-v0", 16, batch_size=8, seed=3, num_workers=2, **stalls
-    )
-    env = fastbatch.make("_TestVariableCost-v0", 16, batch_size=8, seed=3, **stalls)
+    capped = fastbatch.make("_TestVariableCost-v0", n, batch_size=n // 2, num_workers=2, **stalls)
+    env = fastbatch.make("_TestVariableCost-v0", n, batch_size=n // 2, **stalls)
     most = {"capped": 0, "default": 0}
     for name, e in [("capped", capped), ("default", env)]:
-        e.reset()
-        e.send(np.zeros(16, dtype=np.int64))
+        e.reset(seed=3)
+        e.send(np.zeros(n, dtype=np.int64))
         deadline = time.monotonic() + (1.0 if name == "capped" else 30.0)
         while time.monotonic() < deadline and most[name] <= e.num_workers:
             e.recv()
-            e.send(np.zeros(8, dtype=np.int64))
+            e.send(np.zeros(n // 2, dtype=np.int64))
             most[name] = max(most[name], e.active_workers)
     assert most["capped"] <= 2
     assert most["default"] > env.num_workers
     capped.close()
-    sync = fastbatch.make("_TestVariableCost-v0", 16, seed=3, **stalls)
-    _assert_each_env_follows_its_sync_trajectory(sync, env, steps=40, seed=5)
-    assert env.active_workers > env.num_workers  # (reset keeps the tuner's choice)
+    sync = fastbatch.make("_TestVariableCost-v0", n, **stalls)
+    _assert_each_env_follows_its_sync_trajectory(sync, env, steps=30, seed=5)
     sync.close()
+    env.close()
+
+
+def test_a_failure_discarded_with_its_step_is_not_reported_later():
+    # Seeding an env in flight drains every step in flight (discarding the results); the
+    # failures of those steps go with them, and a later recv of the same envs reports nothing.
+    env = fastbatch.make("_TestCounter-v0", 4, batch_size=2, num_workers=1, throw_at_step=2)
+    env.reset(seed=0)
+    env.send(np.zeros(4, dtype=np.int64))
+    first = env.recv()[4]["env_id"]  # two envs after their step 1; the others are in flight
+    env.send(np.zeros(2, dtype=np.int64))  # the step 2 of those two fails
+    keep = first[1]  # its next step is its third, which succeeds
+    mask = np.arange(4) != keep
+    env.reset(seed=1, options={"reset_mask": mask})  # seeding drains; the rest start again
+    env.send(np.zeros(4, dtype=np.int64), np.arange(4))
+    obs, *_, info = env.recv()
+    obs2, *_, info2 = env.recv()
+    got = dict(zip(info["env_id"].tolist() + info2["env_id"].tolist(), [*obs, *obs2]))
+    assert got[keep][0] == 3 and all(got[i][0] == 1 for i in range(4) if i != keep)
     env.close()

@@ -93,10 +93,12 @@ class _VectorPool:
         max_episode_steps: int,
         params: list[float],
         batch_size: int = 0,
+        max_async_threads: int = 0,
     ) -> None:
         """``autoreset_mode``: 0 next step, 1 same step, 2 disabled. ``max_episode_steps`` 0: no
         time limit. ``params`` in spec order. ``batch_size`` 0 or ``num_envs``: sync; smaller:
-        async (``send``/``recv``)."""
+        async (``send``/``recv``). ``max_async_threads`` (async): the most threads that may step
+        while the envs' steps block (measured), at least ``num_threads``."""
     def send(self, actions: npt.ArrayLike, env_ids: npt.ArrayLike) -> None:
         """Async: queues one step of each env in ``env_ids`` with its row of ``actions``."""
     def recv(
@@ -175,7 +177,8 @@ class _VectorPool:
         """Threads stepping the batch (the caller counts as one); 0 after close."""
     @property
     def active_threads(self) -> int:
-        """How many of them the thread tuner has stepping envs now; 0 after close."""
+        """How many threads the thread tuner has stepping envs now (async mode: up to
+        ``max_async_threads`` while the envs' steps block); 0 after close."""
     @property
     def spec(self) -> dict[str, Any]:
         """The spec of these envs (``_EnvType.spec``'s layout): spaces and time limit for the

@@ -268,7 +268,7 @@ class NativeVectorEnv(BatchVectorEnv):
         process, or with envs too cheap to share, fewer threads can be faster than all
         :attr:`num_workers`. In async mode with the default ``num_workers``, it may also go
         above it, up to ``min(8 x, 64 +)`` the cores, while the envs' steps block (sleep, wait
-        on I/O or another process) so that the process uses under half the cores its threads
+        on I/O or another process) so that the process uses under 35% of the cores its threads
         could. Results never depend on it."""
         return self._pool.active_threads
 

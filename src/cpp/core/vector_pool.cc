@@ -151,10 +151,6 @@ void VectorPool::Reset(const uint8_t* mask, void* obs, const void* prev_obs) {
                 std::min(tuner_.chosen(), max_threads_) - 1);
   ThrowFirstError();
   broken_ = false;
-  if (is_async() && mask == nullptr) {  // nothing is in flight: forget the failures
-    std::fill(env_failed_.begin(), env_failed_.end(), 0);
-    async_failed_.store(false, std::memory_order_relaxed);
-  }
   if (is_async()) {  // the staging rows hold every env's latest observation
     for (int64_t i = 0; i < num_envs_; ++i) {
       if (mask == nullptr || mask[i]) {

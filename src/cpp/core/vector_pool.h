@@ -20,8 +20,10 @@
 // a claim's worth of stepping each) and publishes them on their home thread's lock-free FIFO
 // job ring. Each thread claims the front piece of its ring, steps it into staging rows and
 // publishes it (first env, count) on a lock-free done ring (the caller inside Recv, while
-// results are missing); a thread takes from another's ring when that ring's front was sent
-// before its own's (so no env waits behind later ones) or its own is empty. Recv takes the
+// results are missing). An async thread takes from another's ring when its own is empty, from
+// the ring whose front was sent first; the caller, from that ring whenever its front was sent
+// before its own's (so no env waits behind later ones). Threads beyond num_threads (max_async_
+// threads, for envs whose steps block) own no ring and only take that way. Recv takes the
 // first batch_size envs of the done ring (splitting a piece if it must) and returns them sorted
 // by id; so the rings carry one entry per piece, not per env. The ThreadTuner times recv
 // cycles and parks async threads when fewer measure faster (the caller then steps everything).
@@ -81,8 +83,8 @@ struct PoolConfig {
   int64_t max_episode_steps = 0;  // 0: no time limit; < 0: the env spec's
   int64_t batch_size = 0;         // < num_envs: async mode (Send/Recv); 0 or num_envs: sync
   // Async mode: the most threads (the caller counts) that may step while the envs' steps block
-  // (sleep, wait on I/O): the pool then uses under half of the cores its threads could, and the
-  // tuner may try more threads than num_threads. Clamped to [num_threads, num_envs].
+  // (sleep, wait on I/O): the process then uses under 35% of the cores its threads could, and
+  // the tuner may try more threads than num_threads. Clamped to [num_threads, num_envs].
   int max_async_threads = 0;
   std::vector<double> params;  // constructor params, in spec order
 };
@@ -300,7 +302,9 @@ class VectorPool {
   int64_t batch_size_;
   int64_t action_row_bytes_ = 0;
   std::vector<std::thread> async_threads_;
-  int num_async_threads_ = 0;   // the first num_job_rings_ - 1 own a job ring; the rest only take
+  // The first num_job_rings_ - 1 async threads own a job ring; the rest (beyond num_threads,
+  // for envs whose steps block) own none and take the oldest pieces.
+  int num_async_threads_ = 0;
   double blocking_wall_ = 0.0;  // CheckBlocking's last look: wall and process CPU seconds
   double blocking_cpu_ = 0.0;
   int64_t ring_mask_ = 0;                 // the done ring's

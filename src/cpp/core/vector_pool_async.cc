@@ -296,6 +296,10 @@ void VectorPool::DrainAsync() {
   WaitForDone(done_head_ + num_in_flight_);
   done_head_ += num_in_flight_;
   done_run_ = done_head_;  // every reserved position is published: a run starts here
+  // The failures of the discarded steps go with them (nothing is in flight to report them).
+  std::fill(env_failed_.begin(), env_failed_.end(), 0);
+  async_failed_.store(false, std::memory_order_relaxed);
+  blocking_wall_ = 0.0;  // CheckBlocking starts a new window: the caller may have paused
   std::fill(in_flight_.begin(), in_flight_.end(), 0);
   num_in_flight_ = 0;
   last_recv_ = 0.0;  // the tuner times steady recv cycles, not the drain

@@ -171,14 +171,14 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
   done_head_ += b;
   last_was_recv_ = true;
   auto* obs = static_cast<uint8_t*>(out.obs);
-  const auto row = static_cast<size_t>(obs_row_bytes_);
+  const auto obs_row = static_cast<size_t>(obs_row_bytes_);
   int64_t ended = 0;
   int64_t failed = -1;
   // One memcpy per array for each run. The episode statistics are zero but in the rows of
   // episodes that ended (few): only the last Recv's such rows are cleared, and only this one's
   // are copied.
-  for (const int64_t row : recv_ended_rows_) {
-    const auto r = static_cast<size_t>(row);
+  for (const int64_t ended_row : recv_ended_rows_) {
+    const auto r = static_cast<size_t>(ended_row);
     recv_return_[r] = 0.0;
     recv_length_[r] = 0;
     recv_time_[r] = 0.0;
@@ -191,7 +191,7 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
     for (int64_t i = 0; i < env_run.count; ++i) env_ids[j + i] = first + i;
     const auto k = static_cast<size_t>(first), at = static_cast<size_t>(j);
     const auto len = static_cast<size_t>(env_run.count);
-    std::memcpy(obs + at * row, stage_obs_.data() + k * row, len * row);
+    std::memcpy(obs + at * obs_row, stage_obs_.data() + k * obs_row, len * obs_row);
     std::memcpy(out.reward + at, stage_reward_.data() + k, len * sizeof(float));
     std::memcpy(out.terminated + at, stage_terminated_.data() + k, len);
     std::memcpy(out.truncated + at, stage_truncated_.data() + k, len);
@@ -207,7 +207,8 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
       hit = i + 1 < k + len ? std::memchr(done_.data() + i + 1, 1, k + len - i - 1) : nullptr;
     }
     if (!recv_final_obs_.empty()) {
-      std::memcpy(recv_final_obs_.data() + at * row, final_obs_.data() + k * row, len * row);
+      std::memcpy(recv_final_obs_.data() + at * obs_row, final_obs_.data() + k * obs_row,
+                  len * obs_row);
     }
     if (info_row_ > 0) {
       const auto info = static_cast<size_t>(info_row_);

@@ -194,12 +194,16 @@ ThreadTuner::ThreadTuner(int max_threads, int start)
 
 void ThreadTuner::set_ceiling(int ceiling) {
   ceiling_ = std::clamp(ceiling, 1, max_threads_);
-  if (chosen_ > ceiling_) {
+  const bool above = chosen_ > ceiling_;
+  if (!above && !(probing_ && candidate_ > ceiling_)) return;
+  if (above) {
     chosen_ = ceiling_;
     chosen_mean_ = 0.0;
     slow_blocks_ = 0;
   }
-  if (probing_ && candidate_ > ceiling_) probing_ = false;
+  probing_ = false;  // a probe in flight ends, and the block being measured starts again
+  block_seconds_ = 0.0;
+  block_steps_ = 0;
 }
 
 void ThreadTuner::StartProbe(int direction) {

@@ -99,6 +99,25 @@ FB_TEST(ProbesStayWithinRange) {
   }
 }
 
+// After a probe upwards pays, the next probe goes further up rather than back down: a pool
+// that needs many more threads (async mode, envs that block) climbs one count an interval.
+FB_TEST(KeepsProbingTheWayThatPaid) {
+  ThreadTuner tuner(8, 2);
+  int64_t steps = 0;
+  while (tuner.chosen() < 3 && steps < 100000) {
+    tuner.Record(800e-6 / tuner.threads());
+    ++steps;
+  }
+  FB_CHECK_EQ(tuner.chosen(), 3);
+  int next = 0;  // the count of the next probe
+  for (; next == 0 && steps < 200000; ++steps) {
+    const int threads = tuner.threads();
+    if (threads != tuner.chosen()) next = threads;
+    tuner.Record(800e-6 / threads);
+  }
+  FB_CHECK_EQ(next, 4);
+}
+
 // Async mode's tuner: it starts at the cores, may go above them only while the pool raises the
 // ceiling (the envs' steps block), and drops back at once when the ceiling comes down.
 FB_TEST(StartsWhereToldAndNeverProbesAboveItsCeiling) {
