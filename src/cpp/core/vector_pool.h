@@ -211,9 +211,9 @@ class VectorPool {
   // The ring (trying `prefer` first) whose front slot was queued by the earliest Send; -1: none.
   int OldestRing(int prefer) const;
   int Home(int64_t env) const;  // the job ring env is queued on
-  // Send's full check of its ids (range, duplicates, in flight, waiting for a reset): throws
-  // for the first bad one in order, leaving no mark.
-  void CheckSend(const int64_t* env_ids, int64_t count);
+  // Send's full check of its ids, as read into send_runs_ (range, duplicates, in flight,
+  // waiting for a reset): throws for the first bad one in order, leaving no mark.
+  void CheckSend();
   // Waits (stepping queued envs meanwhile) until done positions [done_head_, end) are filled.
   void WaitForDone(int64_t end);
   // A run of consecutive env ids.

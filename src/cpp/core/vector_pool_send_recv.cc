@@ -32,37 +32,48 @@ bool AllZero(const uint8_t* bytes, int64_t count) {
 
 }  // namespace
 
-void VectorPool::CheckSend(const int64_t* env_ids, int64_t count) {
-  // Bit 2 of in_flight_ marks ids seen in this call (to find duplicates): cleared before
-  // throwing, overwritten by 1 when queued.
+void VectorPool::CheckSend() {
+  // The ids as Send read them, once, into send_runs_ (so what is checked is what is queued,
+  // whatever the caller's array holds meanwhile). Bit 2 of in_flight_ marks ids seen in this
+  // call (to find duplicates): cleared before throwing, overwritten by 1 when queued.
+  auto id_at = [](const EnvRun& run, int64_t k) {  // unsigned: a run far out of range wraps
+    return static_cast<int64_t>(static_cast<uint64_t>(run.first) + static_cast<uint64_t>(k));
+  };
   std::string error;
   bool state_error = false;
-  int64_t j = 0;
-  for (; j < count && error.empty(); ++j) {
-    const int64_t i = env_ids[j];
-    if (i < 0 || i >= num_envs_) {
-      error = "env id " + std::to_string(i) + " is outside [0, " + std::to_string(num_envs_) + ")";
-      break;
+  int64_t marked = 0;
+  for (size_t r = 0; r < send_runs_.size() && error.empty(); ++r) {
+    for (int64_t k = 0; k < send_runs_[r].count && error.empty(); ++k) {
+      const int64_t i = id_at(send_runs_[r], k);
+      if (i < 0 || i >= num_envs_) {
+        error =
+            "env id " + std::to_string(i) + " is outside [0, " + std::to_string(num_envs_) + ")";
+        break;
+      }
+      const auto e = static_cast<size_t>(i);
+      if (in_flight_[e] & 2) {
+        error = "env id " + std::to_string(i) + " appears twice";
+      } else if (in_flight_[e]) {
+        error =
+            "env " + std::to_string(i) + " was already sent and not yet received; recv() it first";
+        state_error = true;
+      } else if (mode_ == AutoresetMode::kDisabled && needs_reset_[e]) {
+        error = "env " + std::to_string(i) +
+                " has ended its episode and autoreset is disabled: reset it first with "
+                "reset(options={'reset_mask': mask})";
+      }
+      in_flight_[e] |= 2;
+      ++marked;
     }
-    const auto k = static_cast<size_t>(i);
-    if (in_flight_[k] & 2) {
-      error = "env id " + std::to_string(i) + " appears twice";
-    } else if (in_flight_[k]) {
-      error =
-          "env " + std::to_string(i) + " was already sent and not yet received; recv() it first";
-      state_error = true;
-    } else if (mode_ == AutoresetMode::kDisabled && needs_reset_[k]) {
-      error = "env " + std::to_string(i) +
-              " has ended its episode and autoreset is disabled: reset it first with "
-              "reset(options={'reset_mask': mask})";
+  }
+  if (error.empty()) return;
+  for (size_t r = 0; marked > 0; ++r) {
+    for (int64_t k = 0; k < send_runs_[r].count && marked > 0; ++k, --marked) {
+      in_flight_[static_cast<size_t>(id_at(send_runs_[r], k))] &= 1;
     }
-    in_flight_[k] |= 2;
   }
-  if (!error.empty()) {
-    for (int64_t q = 0; q < j; ++q) in_flight_[static_cast<size_t>(env_ids[q])] &= 1;
-    if (state_error) throw AsyncStateError(error);
-    throw std::invalid_argument(error);
-  }
+  if (state_error) throw AsyncStateError(error);
+  throw std::invalid_argument(error);
 }
 
 void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions) {
@@ -92,7 +103,7 @@ void VectorPool::Send(const int64_t* env_ids, int64_t count, const void* actions
     send_runs_.push_back({first, length});
     j = q;
   }
-  if (!plain) CheckSend(env_ids, count);  // throws, or the ids are valid (in any order)
+  if (!plain) CheckSend();  // throws, or the ids are valid (in any order)
   const auto* src = static_cast<const uint8_t*>(actions);
   const auto action_row = static_cast<size_t>(action_row_bytes_);
   const double per_env = std::max(seconds_per_env_.load(std::memory_order_relaxed), 1e-9);
