@@ -301,10 +301,10 @@ class VectorPool {
   };
   int64_t batch_size_;
   int64_t action_row_bytes_ = 0;
+  // Async thread w owns job ring w + 1 while w + 1 < num_job_rings_; the rest (beyond
+  // num_threads, for envs whose steps block; started by CheckBlocking) own none and take the
+  // oldest pieces.
   std::vector<std::thread> async_threads_;
-  // The first num_job_rings_ - 1 async threads own a job ring; the rest (beyond num_threads,
-  // for envs whose steps block) own none and take the oldest pieces.
-  int num_async_threads_ = 0;
   double blocking_wall_ = 0.0;  // CheckBlocking's last look: wall and process CPU seconds
   double blocking_cpu_ = 0.0;
   int64_t ring_mask_ = 0;                 // the done ring's

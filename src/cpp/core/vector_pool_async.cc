@@ -6,6 +6,7 @@
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <system_error>
 
 #include "dtype.h"
 #include "vector_pool.h"
@@ -55,8 +56,8 @@ void VectorPool::StartAsync(int threads) {
   ring_mask_ = capacity - 1;
   // Envs are homed in contiguous blocks, one per thread up to num_threads: ring 0 the caller's
   // (it steps them inside Recv), ring w + 1 async thread w's; so each env's state stays in one
-  // core's cache. Threads beyond num_threads (there to step while envs block) own no ring.
-  num_async_threads_ = threads - 1;
+  // core's cache. Threads beyond num_threads (there to step while envs block) own no ring; they
+  // start only when CheckBlocking first lets the tuner use them.
   num_job_rings_ = max_threads_;
   job_rings_ = std::make_unique<JobRing[]>(static_cast<size_t>(num_job_rings_));
   for (int r = 0; r < num_job_rings_; ++r) {
@@ -89,8 +90,8 @@ void VectorPool::StartAsync(int threads) {
   recv_ended_rows_.reserve(b);
   id_marks_.assign(n, 0);
   async_active_.store(static_cast<uint32_t>(tuner_.chosen() - 1), std::memory_order_relaxed);
-  async_threads_.reserve(static_cast<size_t>(num_async_threads_));
-  for (int t = 0; t < num_async_threads_; ++t) {
+  async_threads_.reserve(static_cast<size_t>(threads - 1));
+  for (int t = 0; t < max_threads_ - 1; ++t) {
     async_threads_.emplace_back(&VectorPool::AsyncLoop, this, t);
   }
 }
@@ -272,7 +273,17 @@ void VectorPool::CheckBlocking(double now) {
     const int cores = std::min(tuner_.chosen(), max_threads_);
     const double busy = (cpu - blocking_cpu_) / ((now - blocking_wall_) * cores);
     if (busy < kBlockedBusy) {
-      tuner_.set_ceiling(tuner_.max_threads());
+      // The threads beyond num_threads start now, parked until the tuner takes them (as many
+      // as the system gives: the tuner's ceiling stops at those).
+      const auto wanted = static_cast<size_t>(tuner_.max_threads() - 1);
+      try {
+        while (async_threads_.size() < wanted) {
+          async_threads_.emplace_back(&VectorPool::AsyncLoop, this,
+                                      static_cast<int>(async_threads_.size()));
+        }
+      } catch (const std::system_error&) {
+      }
+      tuner_.set_ceiling(static_cast<int>(async_threads_.size()) + 1);
     } else if (busy > kUnblockedBusy && tuner_.chosen() <= max_threads_) {
       tuner_.set_ceiling(max_threads_);  // above num_threads the tuner itself comes down first
     }
@@ -286,7 +297,7 @@ void VectorPool::StopAsync() {
   async_stop_.store(true, std::memory_order_seq_cst);
   job_signal_.fetch_add(1, std::memory_order_seq_cst);
   job_signal_.notify_all();
-  async_active_.store(static_cast<uint32_t>(num_async_threads_) + 1, std::memory_order_seq_cst);
+  async_active_.store(static_cast<uint32_t>(async_threads_.size()) + 1, std::memory_order_seq_cst);
   async_active_.notify_all();
   for (auto& t : async_threads_) t.join();
   async_threads_.clear();
