@@ -267,9 +267,11 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
   double now = 0.0;
   for (int64_t i = begin; i < end; ++i) {
     const auto k = static_cast<size_t>(i);
-    ep_return_out_[k] = 0.0;
-    ep_length_out_[k] = 0;
-    ep_time_out_[k] = 0.0;
+    if (done_[k]) {  // the statistics rows of the episode that ended in the env's last step
+      ep_return_out_[k] = 0.0;
+      ep_length_out_[k] = 0;
+      ep_time_out_[k] = 0.0;
+    }
     if (batch.reset_mask != nullptr && needs_reset_[k]) {  // NEXT_STEP autoreset happened
       if (now == 0.0) now = Now();
       StartEpisode(i, now);
