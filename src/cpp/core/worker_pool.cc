@@ -195,14 +195,15 @@ ThreadTuner::ThreadTuner(int max_threads, int start)
 void ThreadTuner::set_ceiling(int ceiling) {
   ceiling_ = std::clamp(ceiling, 1, max_threads_);
   const bool above = chosen_ > ceiling_;
-  if (!above && !(probing_ && candidate_ > ceiling_)) return;
+  if (!above && !((probing_ || confirming_) && candidate_ > ceiling_)) return;
   if (above) {
     chosen_ = ceiling_;
     chosen_mean_ = 0.0;
     slow_blocks_ = 0;
   }
-  probing_ = false;  // a probe in flight ends, and the block being measured starts again
-  block_seconds_ = 0.0;
+  probing_ = false;  // a probe in flight, or its confirmation, ends
+  confirming_ = false;
+  block_seconds_ = 0.0;  // and the block being measured starts again
   block_steps_ = 0;
 }
 
@@ -227,12 +228,27 @@ void ThreadTuner::Record(double seconds) {
     probing_ = false;
     since_probe_ = 0.0;
     if (mean < chosen_mean_ * (1.0 - kMargin)) {
+      // Faster than the block before it, which may have been slowed by a burst of load that
+      // is over now: confirm against a fresh block of the current choice first.
+      confirming_ = true;
+      probe_mean_ = mean;
+    } else {
+      interval_ = std::min(2.0 * interval_, kMaxInterval);
+    }
+    return;
+  }
+  if (confirming_) {
+    confirming_ = false;
+    since_probe_ = 0.0;
+    if (probe_mean_ < mean * (1.0 - kMargin)) {
       direction_ = candidate_ > chosen_ ? 1 : -1;  // keep climbing the way that paid
       chosen_ = candidate_;
       chosen_mean_ = 0.0;
       slow_blocks_ = 0;
       interval_ = kFirstInterval;
     } else {
+      chosen_mean_ = mean;
+      slow_blocks_ = 0;
       interval_ = std::min(2.0 * interval_, kMaxInterval);
     }
     return;

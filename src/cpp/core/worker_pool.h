@@ -132,9 +132,11 @@ class WorkerPool {
 // measures the mean step time over blocks of at least 10 ms and 16 steps (time spent inside batch
 // steps). After an interval with the current choice (20 ms, doubling up to 1 s while the choice
 // holds) it probes a neighbouring count for one block and moves there when the probe's mean is at
-// least 3% below the last normal block of the current choice. Two blocks in a row 25% slower
-// than that (the machine got busy) start a probe of one thread fewer at once. Means, not medians: a
-// descheduled thread shows up as a rare long step. Results never depend on the choice.
+// least 3% below both the last normal block of the current choice and the block of the current
+// choice right after the probe (so a burst of load that passes does not move it). Two blocks in a
+// row 25% slower than that (the machine got busy) start a probe of one thread fewer at once.
+// Means, not medians: a descheduled thread shows up as a rare long step. Results never depend on
+// the choice.
 // It starts at `start` (default: max_threads) and never probes above its ceiling (default:
 // max_threads; see set_ceiling).
 class ThreadTuner {
@@ -164,6 +166,8 @@ class ThreadTuner {
   int candidate_ = 1;
   int direction_ = -1;  // the neighbour to probe next: chosen_ - 1 or chosen_ + 1
   bool probing_ = false;
+  bool confirming_ = false;  // the probe won: one more block of chosen_ to beat
+  double probe_mean_ = 0.0;  // the winning probe's mean
   double interval_;
   double since_probe_ = 0.0;  // seconds stepped with the current choice since the last probe
   double chosen_mean_ = 0.0;  // mean step time of the current choice's last block; 0: none yet

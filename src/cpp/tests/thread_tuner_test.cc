@@ -81,6 +81,26 @@ FB_TEST(OneSlowBlockAloneIsNoise) {
   FB_CHECK_EQ(tuner.chosen(), 2);
 }
 
+// A burst of load that is over by the time the probe it started runs is noise: the probe must
+// beat a fresh block of the current choice, not the slow blocks before it.
+FB_TEST(ABurstThatPassesBeforeTheProbeDoesNotMoveTheChoice) {
+  ThreadTuner tuner(2);
+  Drive(&tuner, [](int t) { return 100e-6 / t; }, 100000);  // settled on two threads
+  FB_CHECK_EQ(tuner.chosen(), 2);
+  bool burst = true;  // two threads 3x slower, until the slowdown's probe starts
+  bool moved = false;
+  for (double elapsed = 0.0; elapsed < 0.5;) {
+    const int threads = tuner.threads();
+    burst = burst && threads == 2;
+    const double seconds = (burst ? 3.0 : 1.0) * 100e-6 / threads;
+    tuner.Record(seconds);
+    elapsed += seconds;
+    moved = moved || tuner.chosen() != 2;
+  }
+  FB_CHECK(!burst);  // the burst did start a probe
+  FB_CHECK(!moved);
+}
+
 FB_TEST(HillClimbsToTheBestOfManyCounts) {
   ThreadTuner tuner(8);
   auto model = [](int t) { return 1e-4 * (1.0 / t + 0.02 * t * t); };  // fastest at 3
