@@ -20,7 +20,11 @@ def policy(env_id: np.ndarray, steps: np.ndarray) -> np.ndarray:
     return ((env_id * 7 + steps * 3) // 2 % 2).astype(np.int64)
 
 
-def _assert_each_env_follows_its_sync_trajectory(sync, env, steps: int, seed=None) -> None:
+def _assert_each_env_follows_its_sync_trajectory(
+    sync, env, steps: int, seed=None, drive: str = "send/recv"
+) -> None:
+    """`drive`: "send/recv" (recv a batch, send its envs their actions) or "step" (one
+    `step` per batch: the actions go to the envs the last recv returned)."""
     n, b = env.num_envs, env.batch_size
     obs, _ = sync.reset(seed=seed)
     expected = [[obs[i].copy()] for i in range(n)]
@@ -32,15 +36,21 @@ def _assert_each_env_follows_its_sync_trajectory(sync, env, steps: int, seed=Non
     obs, _ = env.reset(seed=seed)
     got = [[obs[i].copy()] for i in range(n)]
     counts = np.zeros(n, dtype=np.int64)
-    env.send(policy(np.arange(n), counts))
+    ids = np.arange(n)
+    if drive == "send/recv":
+        env.send(policy(ids, counts))
     while counts.min() < steps:
-        obs, reward, term, trunc, info = env.recv()
+        if drive == "step":
+            obs, reward, term, trunc, info = env.step(policy(ids, counts[ids]))
+        else:
+            obs, reward, term, trunc, info = env.recv()
         ids = info["env_id"]
         assert obs.shape == (b, *env.single_observation_space.shape) and len(set(ids.tolist())) == b
         for j, i in enumerate(ids):
             got[i].append((obs[j].copy(), reward[j], term[j], trunc[j]))
         counts[ids] += 1
-        env.send(policy(ids, counts[ids]), ids)
+        if drive == "send/recv":
+            env.send(policy(ids, counts[ids]), ids)
     for i in range(n):
         for want, have in zip(expected[i], got[i][: steps + 1]):
             if isinstance(want, np.ndarray):
@@ -51,10 +61,11 @@ def _assert_each_env_follows_its_sync_trajectory(sync, env, steps: int, seed=Non
 
 
 # ---------------------------------------------------------------------------- every async backend
-def test_each_env_follows_the_same_trajectory_as_in_sync_mode(async_backend):
+@pytest.mark.parametrize("drive", ["send/recv", "step"])
+def test_each_env_follows_the_same_trajectory_as_in_sync_mode(async_backend, drive):
     sync = async_backend.make(6, "CartPole-v1", seed=3)
     env = async_backend.make_async(6, 2, "CartPole-v1", seed=3)
-    _assert_each_env_follows_its_sync_trajectory(sync, env, steps=300)
+    _assert_each_env_follows_its_sync_trajectory(sync, env, steps=300, drive=drive)
 
 
 def test_send_gives_each_env_its_own_action_in_any_order_of_env_ids(async_backend):
@@ -183,6 +194,32 @@ def test_an_env_error_in_async_mode_names_the_env(async_backend):
     env.recv()
 
 
+def test_an_env_error_in_an_async_step_needs_a_reset(async_backend):
+    env = async_backend.make_async(4, 2, throw_at_step=2)
+    env.reset()
+    env.step(np.zeros(4, dtype=np.int64))  # sends all four, returns two
+    with pytest.raises(fastbatch.EnvError, match="step 2 failed"):
+        for _ in range(4):
+            env.step(np.zeros(2, dtype=np.int64))
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(np.zeros(2, dtype=np.int64))
+    env.reset()
+    _, _, _, _, info = env.step(np.ones(4, dtype=np.int64))
+    assert info["env_id"].shape == (2,)
+
+
+def test_a_refused_async_step_sends_nothing(async_backend):
+    env = async_backend.make_async(4, 2, "CartPole-v1", seed=0)
+    env.reset()
+    with pytest.raises(ValueError):
+        env.step(np.full(4, 7, dtype=np.int64))  # out of the action space
+    with pytest.raises(ValueError):
+        env.step(np.zeros(3, dtype=np.int64))  # one row short
+    env.step(np.zeros(4, dtype=np.int64))  # every env was still waiting
+    env.step(np.zeros(2, dtype=np.int64))
+    env.step(np.zeros(2, dtype=np.int64))
+
+
 def test_batch_size_must_fit(async_backend):
     with pytest.raises(ValueError, match="batch_size must be at most num_envs"):
         async_backend.make_async(2, 3)
@@ -191,6 +228,17 @@ def test_batch_size_must_fit(async_backend):
 
 
 # ---------------------------------------------------------------------------- native
+def test_native_send_recv_refuses_before_sending_when_too_few_would_be_in_flight():
+    # The pool's one-call async step: raising after its send would leave the caller unsure
+    # which envs were sent, so it checks first.
+    env = fastbatch.make("CartPole-v1", num_envs=4, batch_size=2, seed=0)
+    env.reset()
+    with pytest.raises(AsyncStateError, match="only 1 envs would be in flight"):
+        env._pool.send_recv(np.zeros(1, dtype=np.int64), np.array([0]))
+    env.send(np.zeros(4, dtype=np.int64))  # env 0 was not sent: all four can be
+    assert env.recv()[4]["env_id"].shape == (2,)
+
+
 @pytest.mark.parametrize("num_workers", [1, 2, 3])
 def test_native_trajectories_do_not_depend_on_num_workers(num_workers):
     sync = fastbatch.make("CartPole-v1", num_envs=10, seed=3)

@@ -245,8 +245,14 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         if self.closed or not self._reset_called or self._broken or self._owner_pid != _pid:
             self._check_stepable()  # raises the rule's error
         if self.batch_size < self.num_envs:
-            self.send(actions)
-            return self.recv()
+            if self._disabled:
+                self.send(actions)
+                return self.recv()
+            try:  # send to the envs of the last recv (all after reset) and recv, in one call
+                return self._send_recv_envs(actions)
+            except EnvError:
+                self._broken = True
+                raise
         if self._pending_actions is not None:
             raise AsyncStateError("step() while a send() is pending; recv() it first")
         if self._disabled:
@@ -354,6 +360,12 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
 
     def _recv_envs(self) -> tuple:
         raise NotImplementedError
+
+    def _send_recv_envs(self, actions: Any) -> tuple:
+        """`step` in async mode: a send to the envs the last recv returned (all after a reset),
+        then a recv; a backend may do both in one call."""
+        self._send_envs(actions, None)
+        return self._recv_envs()
 
     def _close_envs(self) -> None:
         raise NotImplementedError

@@ -113,6 +113,18 @@ class _VectorPool:
     ]:
         """Async: waits for ``batch_size`` envs; ``(obs, reward, terminated, truncated, env_ids,
         episodes_ended)`` of the first envs to finish, rows in env id order."""
+    def send_recv(
+        self, actions: npt.ArrayLike, env_ids: npt.ArrayLike
+    ) -> tuple[
+        npt.NDArray[Any],
+        npt.NDArray[np.float32],
+        npt.NDArray[np.bool_],
+        npt.NDArray[np.bool_],
+        npt.NDArray[np.int64],
+        int,
+    ]:
+        """Async: ``send`` then ``recv`` in one call; raises before sending anything when fewer
+        than ``batch_size`` envs would be in flight, so after a send only ``EnvError``."""
     def seed(self, seeds: list[int | None]) -> None:
         """Seeds env ``i`` with ``seeds[i]`` (a non-negative int of any size) as
         ``numpy.random.default_rng(seeds[i])`` would; None keeps that env's generator running."""

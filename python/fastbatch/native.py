@@ -31,6 +31,10 @@ __all__ = ["NativeVectorEnv", "RolloutBinding"]
 
 _NO_IDS = np.empty(0, dtype=np.int64)  # async: no env waits for actions
 _NO_IDS.flags.writeable = False
+NO_IDLE_ENVS = (
+    "no env is waiting for actions: the envs of the last recv() were already sent; "
+    "recv() first (or pass env_ids)"
+)
 
 # Envs still open at interpreter exit are closed before Python's finalization starts: once it
 # has, a pool thread that takes the GIL (a MuJoCo timer or callback set from Python, while
@@ -147,6 +151,9 @@ class NativeVectorEnv(BatchVectorEnv):
             seed=seeds,
         )
         self._idle_ids = self._all_ids  # async: the envs the next send() without env_ids steps
+        self._same_step = mode == AutoresetMode.SAME_STEP
+        # Whether ended episodes put anything in info (else their statistics are not copied).
+        self._episode_rows = stats_key is not None or self._same_step
         self._info_layout = self._env_spec.infos  # numeric infos (contract v3), name -> size
         if seeds is not None:
             self._pool.seed(seeds)
@@ -169,18 +176,12 @@ class NativeVectorEnv(BatchVectorEnv):
 
     def _step_envs(self, actions):
         obs, reward, terminated, truncated, ended = self._pool.step(actions)
-        info: dict[str, Any] = {} if ended == 0 else self._episode_info()
-        if self._info_layout:
-            numeric_info(info, self._pool.infos(), self._info_layout)
-        return obs, reward, terminated, truncated, info
+        return obs, reward, terminated, truncated, self._step_info(ended)
 
     def _send_envs(self, actions, env_ids):
         ids = self._idle_ids if env_ids is None else env_ids
         if env_ids is None and len(ids) == 0:
-            raise AsyncStateError(
-                "no env is waiting for actions: the envs of the last recv() were already sent; "
-                "recv() first (or pass env_ids)"
-            )
+            raise AsyncStateError(NO_IDLE_ENVS)
         if self._disabled:
             self._check_disabled_autoreset(np.asarray(ids, dtype=np.int64))
         self._pool.send(actions, ids)
@@ -188,13 +189,27 @@ class NativeVectorEnv(BatchVectorEnv):
             self._idle_ids = _NO_IDS
 
     def _recv_envs(self):
-        obs, reward, terminated, truncated, ids, ended = self._pool.recv()
+        return self._recv_result(*self._pool.recv())
+
+    def _send_recv_envs(self, actions):
+        # One call into the pool: if it raises anything but an EnvError, nothing was sent.
+        if len(self._idle_ids) == 0:
+            raise AsyncStateError(NO_IDLE_ENVS)
+        return self._recv_result(*self._pool.send_recv(actions, self._idle_ids))
+
+    def _recv_result(self, obs, reward, terminated, truncated, ids, ended):
         self._idle_ids = ids
-        info = {} if ended == 0 else self._episode_info()
-        if self._info_layout:
-            numeric_info(info, self._pool.infos(), self._info_layout)
+        info = self._step_info(ended)
         info["env_id"] = ids
         return obs, reward, terminated, truncated, info
+
+    def _step_info(self, ended: int) -> dict[str, Any]:
+        """The info of the last step or recv: the statistics of the episodes that ended (when
+        there are any to report) and the env's numeric infos."""
+        info: dict[str, Any] = self._episode_info() if ended and self._episode_rows else {}
+        if self._info_layout:
+            numeric_info(info, self._pool.infos(), self._info_layout)
+        return info
 
     def _close_envs(self):
         self._attrs.close()
@@ -224,10 +239,7 @@ class NativeVectorEnv(BatchVectorEnv):
         ended = self._pool.step_into(actions, obs, reward, terminated, truncated)
         if self._disabled:
             np.logical_or(terminated, truncated, out=self._needs_reset)
-        info = {} if ended == 0 else self._episode_info()
-        if self._info_layout:
-            numeric_info(info, self._pool.infos(), self._info_layout)
-        return info
+        return self._step_info(ended)
 
     def rollout_binding(
         self,
@@ -325,12 +337,9 @@ class NativeVectorEnv(BatchVectorEnv):
 
     # ------------------------------------------------------------------ internals
     def _episode_info(self) -> dict[str, Any]:
-        same_step = self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
-        if self._stats_key is None and not same_step:
-            return {}  # nothing to report: skip copying the statistics out
         done, ret, length, elapsed = self._pool.episode_stats()
         info = episode_info(done, ret, length, elapsed, self._stats_key)
-        if same_step:
+        if self._same_step:
             final = self._pool.final_obs()
             for i in np.flatnonzero(done):
                 info = add_info(info, {"final_obs": final[i], "final_info": {}}, int(i), len(done))

@@ -139,6 +139,7 @@ void RegisterVectorPool(py::module_& m) {
            py::arg("batch_size") = 0, py::arg("max_async_threads") = 0)
       .def("send", &PyVectorPool::Send, py::arg("actions"), py::arg("env_ids"))
       .def("recv", &PyVectorPool::Recv)
+      .def("send_recv", &PyVectorPool::SendRecv, py::arg("actions"), py::arg("env_ids"))
       .def("seed", &PyVectorPool::Seed, py::arg("seeds"))
       .def("np_random_seeds", &PyVectorPool::NpRandomSeeds)
       .def("reset", &PyVectorPool::Reset, py::arg("mask") = py::none())

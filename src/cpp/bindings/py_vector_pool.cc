@@ -196,21 +196,44 @@ int64_t PyVectorPool::StepInto(py::handle actions_in, py::array obs, py::array r
   return ended;
 }
 
+PyVectorPool::CheckedSend PyVectorPool::CheckSend(py::handle actions_in, py::handle env_ids_in) {
+  CheckedSend send{CheckEnvIds(env_ids_in), py::array()};
+  send.actions = actions_.Check(actions_in, send.ids.shape(0), send.ids.data());
+  return send;
+}
+
 void PyVectorPool::Send(py::handle actions_in, py::handle env_ids_in) {
   CallGuard guard(&busy_, &closing_);
   CheckOpen();
-  const Int64Array ids = CheckEnvIds(env_ids_in);
-  const int64_t count = ids.shape(0);
-  const int64_t* id_ptr = ids.data();
-  const py::array actions = actions_.Check(actions_in, count, id_ptr);
-  const void* act = actions.data();
+  const CheckedSend send = CheckSend(actions_in, env_ids_in);
+  const int64_t* id_ptr = send.ids.data();
+  const void* act = send.actions.data();
   py::gil_scoped_release release;
-  pool_->Send(id_ptr, count, act);
+  pool_->Send(id_ptr, send.ids.shape(0), act);
 }
 
 py::tuple PyVectorPool::Recv() {
   CallGuard guard(&busy_, &closing_);
   CheckOpen();
+  return RecvInto(nullptr);
+}
+
+py::tuple PyVectorPool::SendRecv(py::handle actions_in, py::handle env_ids_in) {
+  CallGuard guard(&busy_, &closing_);
+  CheckOpen();
+  const CheckedSend send = CheckSend(actions_in, env_ids_in);
+  const int64_t count = send.ids.shape(0);
+  // Refused before anything is queued, so that after a successful send only an env's error
+  // can stop the recv (the caller then knows the envs were sent).
+  if (pool_->is_async() && pool_->num_in_flight() + count < pool_->batch_size()) {
+    throw AsyncStateError("only " + std::to_string(pool_->num_in_flight() + count) +
+                          " envs would be in flight but recv() returns batch_size=" +
+                          std::to_string(pool_->batch_size()) + "; send() more envs first");
+  }
+  return RecvInto(&send);
+}
+
+py::tuple PyVectorPool::RecvInto(const CheckedSend* send) {
   const int64_t b = pool_->batch_size();
   Slot& slot = recv_slots_.Acquire();
   py::array_t<int64_t> ids(b);
@@ -219,6 +242,7 @@ py::tuple PyVectorPool::Recv() {
   int64_t ended;
   {
     py::gil_scoped_release release;
+    if (send != nullptr) pool_->Send(send->ids.data(), send->ids.shape(0), send->actions.data());
     ended = pool_->Recv(out, id_ptr);
   }
   return py::make_tuple(slot.obs, slot.reward, slot.terminated, slot.truncated, ids, ended);

@@ -92,6 +92,10 @@ class PyVectorPool {
   // Async mode: waits for batch_size envs; returns (obs, reward, terminated, truncated,
   // env_ids, episodes ended) of the first batch_size envs to finish, rows in env id order.
   py::tuple Recv();
+  // Async mode: Send then Recv in one call (an async step). Raises before sending anything
+  // when the envs in flight would be fewer than batch_size, so that after a successful send
+  // only an EnvError can be raised.
+  py::tuple SendRecv(py::handle actions, py::handle env_ids);
   // (done, return, length, seconds) rows of the last step or recv, as fresh arrays.
   py::tuple EpisodeStats();
   // SAME_STEP only: the final observations of the last step or recv, as a fresh array.
@@ -127,6 +131,14 @@ class PyVectorPool {
   void CheckOpen() const {
     if (!pool_) throw ClosedError();
   }
+  // Send's arguments, checked: the ids as int64 and the actions as the pool reads them.
+  struct CheckedSend {
+    Int64Array ids;
+    py::array actions;
+  };
+  CheckedSend CheckSend(py::handle actions, py::handle env_ids);
+  // Recv into a free result slot, after Send(*send) when `send` is not null (one GIL release).
+  py::tuple RecvInto(const CheckedSend* send);
 
   EnvType type_;
   pid_t owner_pid_;  // the process whose threads run the pool
