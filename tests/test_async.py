@@ -402,3 +402,14 @@ def test_a_failure_discarded_with_its_step_is_not_reported_later():
     got = dict(zip(info["env_id"].tolist() + info2["env_id"].tolist(), [*obs, *obs2]))
     assert got[keep][0] == 3 and all(got[i][0] == 1 for i in range(4) if i != keep)
     env.close()
+
+
+def test_the_benchmarks_cpp_loop_runs_async_mode():
+    # bench/async_loop.py --native: recv and send driven by C++, against sync the same way.
+    from fastbatch import _core
+
+    cartpole = _core._builtin_env_types()["CartPole-v1"]
+    for batch_size in (0, 3, 8):  # sync, async, and batch_size == num_envs (sync)
+        assert _core._native_loop_seconds(cartpole, 8, 50, num_threads=2, batch_size=batch_size) > 0
+    with pytest.raises(ValueError, match="batch_size must be at most num_envs"):
+        _core._native_loop_seconds(cartpole, 8, 5, batch_size=9)

@@ -244,9 +244,11 @@ def _native_loop_seconds(
     seed: int = 0,
     num_threads: int = 1,
     actions: npt.NDArray[np.float32] | None = None,
+    batch_size: int = 0,
 ) -> float:
     """Seconds of ``steps`` batch steps of a pool on ``num_threads`` threads driven by a C++
-    loop, Box actions cycling through ``actions`` [tables, num_envs, *shape] if given (bench/)."""
+    loop, Box actions cycling through ``actions`` [tables, num_envs, *shape] if given;
+    ``batch_size`` < num_envs: async, each step a recv of batch_size envs and a send (bench/)."""
 
 def _rng_draws(
     seed: int, kind: str, count: int, stream: int | None = None

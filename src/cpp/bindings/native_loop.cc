@@ -32,12 +32,14 @@ AlignedBuffer AlignedZeros(size_t bytes) {
 }  // namespace
 
 double NativeLoopSeconds(const fb_env_api* api, int64_t num_envs, int64_t steps, uint64_t seed,
-                         int num_threads, const std::vector<float>& box_actions) {
+                         int num_threads, const std::vector<float>& box_actions,
+                         int64_t batch_size) {
   const fb_spec* spec = api->spec();
   PoolConfig config;
   config.num_envs = num_envs;
   config.num_threads = num_threads;
   config.max_episode_steps = spec->max_episode_steps;
+  config.batch_size = batch_size;
   for (int32_t i = 0; i < spec->num_params; ++i) {
     config.params.push_back(spec->params[i].default_value);
   }
@@ -77,13 +79,24 @@ double NativeLoopSeconds(const fb_env_api* api, int64_t num_envs, int64_t steps,
   out.terminated = terminated.get();
   out.truncated = truncated.get();
   pool.Reset(nullptr, out.obs, nullptr);
+  auto actions_at = [&](int64_t t) {
+    const size_t offset = static_cast<size_t>((t % tables) * row);
+    return spec->action.is_discrete ? static_cast<const void*>(discrete.data() + offset)
+                                    : static_cast<const void*>(box.data() + offset);
+  };
+  // Async mode: every env is sent once; then each step is a recv of batch_size envs and a send
+  // of the same ones (the first batch_size rows of the step's action table) back.
+  std::vector<int64_t> env_ids(n);
+  for (size_t i = 0; i < n; ++i) env_ids[i] = static_cast<int64_t>(i);
+  if (pool.is_async()) pool.Send(env_ids.data(), num_envs, actions_at(0));
   const auto start = std::chrono::steady_clock::now();
   for (int64_t t = 0; t < steps; ++t) {
-    const size_t offset = static_cast<size_t>((t % tables) * row);
-    const void* actions = spec->action.is_discrete
-                              ? static_cast<const void*>(discrete.data() + offset)
-                              : static_cast<const void*>(box.data() + offset);
-    pool.Step(actions, out);
+    if (pool.is_async()) {
+      pool.Recv(out, env_ids.data());
+      pool.Send(env_ids.data(), pool.batch_size(), actions_at(t));
+    } else {
+      pool.Step(actions_at(t), out);
+    }
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

@@ -18,9 +18,11 @@ namespace fastbatch {
 // limit, NEXT_STEP autoreset, env i seeded with seed + i) `steps` times with actions cycling
 // through a pre-drawn table, into 64-byte-aligned buffers. Returns the seconds the steps took
 // (reset not counted). `box_actions` (Box actions only; may be empty): the table to cycle,
-// float32 [tables, num_envs, *action_shape], instead of one drawn here.
+// float32 [tables, num_envs, *action_shape], instead of one drawn here. `batch_size` below
+// num_envs: async mode, each of the `steps` a Recv of batch_size envs and a Send of them back.
 double NativeLoopSeconds(const fb_env_api* api, int64_t num_envs, int64_t steps, uint64_t seed,
-                         int num_threads = 1, const std::vector<float>& box_actions = {});
+                         int num_threads = 1, const std::vector<float>& box_actions = {},
+                         int64_t batch_size = 0);
 
 }  // namespace fastbatch
 
