@@ -12,7 +12,8 @@ prints the medians and their ratio; each run also prints the threads the pool ha
 its end (`active_workers`). `--param` passes an env parameter (e.g. `--param stall_prob=0.01`
 for `_TestVariableCost-v0`). `--native` times the same loops driven by C++ instead
 (`_core._native_loop_seconds`: no Python call, no action check, the pool's own buffers; a
-built-in env with its default parameters), async and sync alternating: what async mode costs
+built-in env with its default parameters; `--num-workers` threads, none beyond them for
+blocking envs), async and sync alternating: what async mode costs
 against sync with no Python in the loop. To compare two builds,
 run it alternately against each (e.g. copying each build's `_core*.so` into place before a
 run) and compare medians: on a shared machine single runs of bench/contention.py's async rows
@@ -22,7 +23,6 @@ move by up to 0.3x between runs a minute apart.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -31,6 +31,7 @@ import numpy as np
 
 import fastbatch
 from fastbatch import _core
+from fastbatch._args import available_cores
 
 
 def draw(env, rows: int, count: int) -> list[np.ndarray]:
@@ -111,10 +112,16 @@ def main(argv=None) -> int:
     parser.add_argument("--native", action="store_true", help="C++-driven loops, async and sync")
     parser.add_argument("--step", action="store_true", help="async cycles as env.step(actions)")
     args = parser.parse_args(argv)
+    if args.envs < 2:
+        parser.error("--envs must be at least 2 (async mode returns envs / 2 a batch)")
     if args.native:
+        builtin = _core._builtin_env_types()
+        if args.env.removeprefix("fastbatch/") not in builtin:
+            parser.error(f"--native takes a built-in env: one of {', '.join(sorted(builtin))}")
         if args.param:
             parser.error("--native runs the env with its default parameters")
-        threads = args.num_workers or len(os.sched_getaffinity(0))
+        args.env = args.env.removeprefix("fastbatch/")
+        threads = args.num_workers or available_cores()
         rates = {"async": [], "sync": []}
         for _ in range(args.runs):
             for mode in ["async", "sync"]:

@@ -12,7 +12,8 @@ primitives:
 - ``_send_envs(actions, env_ids)`` / ``_recv_envs() -> (..., info)``: async mode only
   (``batch_size < num_envs``); ``env_ids`` None means the envs the last recv returned (the
   backend resolves them, then calls ``_check_disabled_autoreset(ids)`` in DISABLED mode), and
-  ``_recv_envs`` puts ``info["env_id"]``.
+  ``_recv_envs`` puts ``info["env_id"]``. ``_send_recv_envs(actions)`` (async ``step``: a send
+  to the envs of the last recv, then a recv) may be overridden to do both in one call.
 - ``_close_envs()``: release everything (called once).
 - ``_abandon_envs()``: in a forked child, let go of everything without touching the parent's
   threads or worker processes (called once, instead of ``_close_envs``).

@@ -239,10 +239,13 @@ py::tuple PyVectorPool::RecvInto(const CheckedSend* send) {
   py::array_t<int64_t> ids(b);
   const BatchOut out = slot.Out();
   int64_t* id_ptr = ids.mutable_data();
+  const int64_t* send_ids = send != nullptr ? send->ids.data() : nullptr;
+  const int64_t send_count = send != nullptr ? send->ids.shape(0) : 0;
+  const void* send_actions = send != nullptr ? send->actions.data() : nullptr;
   int64_t ended;
   {
     py::gil_scoped_release release;
-    if (send != nullptr) pool_->Send(send->ids.data(), send->ids.shape(0), send->actions.data());
+    if (send != nullptr) pool_->Send(send_ids, send_count, send_actions);
     ended = pool_->Recv(out, id_ptr);
   }
   return py::make_tuple(slot.obs, slot.reward, slot.terminated, slot.truncated, ids, ended);

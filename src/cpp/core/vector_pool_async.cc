@@ -176,8 +176,8 @@ int64_t VectorPool::StepQueued(int ring_index) {
   }
   // Publish: the piece's header (seq last, release). Then wake Recv if it sleeps: it announces
   // that in recv_asleep_ before its last look at the header it waits for, so (the two fences)
-  // either it sees this header or this sees its announcement. No shared counter is touched
-  // while Recv is awake (one contended read-modify-write per piece less).
+  // either it sees this header or this sees its announcement. While Recv is awake a publish
+  // touches no counter besides done_reserved_ (no fetch_add per piece on a wake-up word).
   const int64_t position = done_reserved_.fetch_add(take, std::memory_order_relaxed);
   DoneRun& run = done_runs_[position & ring_mask_];
   run.first.store(first, std::memory_order_relaxed);

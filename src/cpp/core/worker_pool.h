@@ -134,7 +134,8 @@ class WorkerPool {
 // holds) it probes a neighbouring count for one block and moves there when the probe's mean is at
 // least 3% below both the last normal block of the current choice and the block of the current
 // choice right after the probe (so a burst of load that passes does not move it). Two blocks in a
-// row 25% slower than that (the machine got busy) start a probe of one thread fewer at once.
+// row 25% slower than the last normal block (the machine got busy) start a probe of one thread
+// fewer at once.
 // Means, not medians: a descheduled thread shows up as a rare long step. Results never depend on
 // the choice.
 // It starts at `start` (default: max_threads) and never probes above its ceiling (default:

@@ -62,9 +62,9 @@ FB_TEST(ReactsWithinAFewBlocksWhenTheMachineGetsBusy) {
     tuner.Record(seconds);
     elapsed += seconds;
   }
-  // Two slow blocks start a probe at once: the block in progress, two slow ones and the probe
-  // (10 ms each), not a 1 s interval.
-  FB_CHECK_MSG(elapsed <= 0.045, std::to_string(elapsed) + " s");
+  // Two slow blocks start a probe at once: the block in progress, two slow ones, the probe and
+  // the block of two threads that confirms it (10 ms each), not a 1 s interval.
+  FB_CHECK_MSG(elapsed <= 0.055, std::to_string(elapsed) + " s");
 }
 
 FB_TEST(OneSlowBlockAloneIsNoise) {
