@@ -130,6 +130,47 @@ def test_buffers_are_recycled_once_the_caller_drops_them():
     assert len(addresses) <= 3
 
 
+def test_recv_env_ids_are_recycled_and_never_mutated_afterwards():
+    env = fastbatch.make("CartPole-v1", num_envs=8, batch_size=4, seed=0)
+    env.reset()
+    env.send(np.zeros(8, dtype=np.int64))
+    held, addresses = [], set()
+    for t in range(200):
+        *_, info = env.recv()
+        ids = info["env_id"]
+        if t < 10:
+            held.append((ids, ids.copy()))
+        else:
+            addresses.add(ids.ctypes.data)
+        env.send(np.zeros(4, dtype=np.int64))
+        del ids, info
+    for ids, copy in held:
+        np.testing.assert_array_equal(ids, copy)
+    assert len(addresses) <= 3
+
+
+@pytest.mark.parametrize("batch_size", [None, 2])
+def test_results_made_read_only_and_dropped_do_not_break_later_steps(batch_size):
+    # A caller (or a library) may freeze the arrays it got; once dropped, the pool must neither
+    # fail to reuse their memory nor hand the frozen arrays out again.
+    env = fastbatch.make("CartPole-v1", num_envs=4, batch_size=batch_size, seed=0)
+    ref = fastbatch.make("CartPole-v1", num_envs=4, batch_size=batch_size, seed=0)
+    env.reset()
+    ref.reset()
+    for t in range(8):
+        rows = 4 if t == 0 or batch_size is None else batch_size
+        actions = np.full(rows, t % 2, dtype=np.int64)
+        got, want = env.step(actions), ref.step(actions)
+        arrays = [*got[:4], *([got[4]["env_id"]] if batch_size else [])]
+        assert all(a.flags.writeable for a in arrays)
+        if batch_size is None:  # async batches may hold other envs: compare sync only
+            for a, b in zip(got[:4], want[:4]):
+                np.testing.assert_array_equal(a, b)
+        for a in arrays:
+            a.flags.writeable = False
+        del got, want, arrays
+
+
 def test_step_into_writes_into_the_callers_rollout_storage():
     env = fastbatch.make("CartPole-v1", num_envs=16, seed=0)
     ref = fastbatch.make("CartPole-v1", num_envs=16, seed=0)

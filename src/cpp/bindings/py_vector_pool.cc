@@ -72,7 +72,7 @@ PyVectorPool::PyVectorPool(const EnvType& type, int64_t num_envs, int num_thread
                      std::move(params), batch_size, max_async_threads)),
       actions_(ActionChecker::ForSpace(pool_->spec().action)),
       step_slots_(num_envs, pool_->spec()),
-      recv_slots_(batch_size > 0 ? batch_size : num_envs, pool_->spec()),
+      recv_slots_(batch_size > 0 ? batch_size : num_envs, pool_->spec(), true),
       obs_dtype_(NumpyDType(pool_->spec().observation.dtype)),
       reward_dtype_(py::dtype::of<float>()),
       flag_dtype_(py::dtype::of<bool>()) {
@@ -147,7 +147,7 @@ py::array PyVectorPool::Reset(std::optional<py::array> mask) {
   Slot& slot = step_slots_.Acquire();
   const void* prev =
       last_obs_.is_none() ? nullptr : py::reinterpret_borrow<py::array>(last_obs_).data();
-  void* obs = slot.obs.mutable_data();
+  void* obs = slot.Out().obs;
   {
     py::gil_scoped_release release;
     pool_->Reset(mask_ptr, obs, prev);
@@ -234,11 +234,9 @@ py::tuple PyVectorPool::SendRecv(py::handle actions_in, py::handle env_ids_in) {
 }
 
 py::tuple PyVectorPool::RecvInto(const CheckedSend* send) {
-  const int64_t b = pool_->batch_size();
   Slot& slot = recv_slots_.Acquire();
-  py::array_t<int64_t> ids(b);
   const BatchOut out = slot.Out();
-  int64_t* id_ptr = ids.mutable_data();
+  int64_t* id_ptr = slot.env_ids_out;
   const int64_t* send_ids = send != nullptr ? send->ids.data() : nullptr;
   const int64_t send_count = send != nullptr ? send->ids.shape(0) : 0;
   const void* send_actions = send != nullptr ? send->actions.data() : nullptr;
@@ -248,7 +246,8 @@ py::tuple PyVectorPool::RecvInto(const CheckedSend* send) {
     if (send != nullptr) pool_->Send(send_ids, send_count, send_actions);
     ended = pool_->Recv(out, id_ptr);
   }
-  return py::make_tuple(slot.obs, slot.reward, slot.terminated, slot.truncated, ids, ended);
+  return py::make_tuple(slot.obs, slot.reward, slot.terminated, slot.truncated, slot.env_ids,
+                        ended);
 }
 
 py::tuple PyVectorPool::EpisodeStats() {

@@ -14,17 +14,9 @@ size_t RoundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 }  // namespace
 
-BatchOut Slot::Out() {
-  BatchOut out;
-  out.obs = obs.mutable_data();
-  out.reward = static_cast<float*>(reward.mutable_data());
-  out.terminated = static_cast<uint8_t*>(terminated.mutable_data());
-  out.truncated = static_cast<uint8_t*>(truncated.mutable_data());
-  return out;
-}
-
-ResultSlots::ResultSlots(int64_t rows, const fb_spec& spec)
+ResultSlots::ResultSlots(int64_t rows, const fb_spec& spec, bool with_env_ids)
     : rows_(rows),
+      with_env_ids_(with_env_ids),
       obs_row_bytes_(DTypeSize(spec.observation.dtype) * SpaceSize(spec.observation)),
       obs_dtype_(NumpyDType(spec.observation.dtype)),
       reward_dtype_(py::dtype::of<float>()),
@@ -35,7 +27,9 @@ ResultSlots::ResultSlots(int64_t rows, const fb_spec& spec)
 
 Slot& ResultSlots::Acquire() {
   for (Slot& s : slots_) {
-    if (s.Free()) return s;
+    if (!s.Free()) continue;
+    if (!s.Writeable()) s = Make();  // the old arrays (and memory) go with the old slot
+    return s;
   }
   if (slots_.size() >= kMaxSlots) slots_.erase(slots_.begin());
   slots_.push_back(Make());
@@ -47,7 +41,8 @@ Slot ResultSlots::Make() const {
   const size_t obs_bytes = RoundUp(n * static_cast<size_t>(obs_row_bytes_));
   const size_t reward_bytes = RoundUp(n * sizeof(float));
   const size_t flag_bytes = RoundUp(n);
-  const size_t total = obs_bytes + reward_bytes + 2 * flag_bytes;
+  const size_t ids_bytes = with_env_ids_ ? RoundUp(n * sizeof(int64_t)) : 0;
+  const size_t total = obs_bytes + reward_bytes + 2 * flag_bytes + ids_bytes;
   void* memory = std::aligned_alloc(kAlign, total == 0 ? kAlign : total);
   if (memory == nullptr) throw std::bad_alloc();
   std::memset(memory, 0, total);
@@ -60,6 +55,16 @@ Slot ResultSlots::Make() const {
   slot.terminated = py::array(flag_dtype_, batch, base + obs_bytes + reward_bytes, owner);
   slot.truncated =
       py::array(flag_dtype_, batch, base + obs_bytes + reward_bytes + flag_bytes, owner);
+  // Pointers kept apart from the arrays: a caller that made an array read-only and dropped it
+  // does not stop the slot's reuse (numpy's mutable_data would refuse it).
+  slot.out.obs = base;
+  slot.out.reward = reinterpret_cast<float*>(base + obs_bytes);
+  slot.out.terminated = base + obs_bytes + reward_bytes;
+  slot.out.truncated = base + obs_bytes + reward_bytes + flag_bytes;
+  if (with_env_ids_) {
+    slot.env_ids_out = reinterpret_cast<int64_t*>(base + obs_bytes + reward_bytes + 2 * flag_bytes);
+    slot.env_ids = py::array(py::dtype::of<int64_t>(), batch, slot.env_ids_out, owner);
+  }
   return slot;
 }
 

@@ -1,10 +1,12 @@
 // Result buffers of `_VectorPool.reset/step/recv`: each slot is one 64-byte-aligned allocation
 // holding a full set of batch arrays (obs [rows, *obs_shape], reward [rows] float32,
-// terminated and truncated [rows] bool), handed to Python as numpy views.
+// terminated and truncated [rows] bool; for recv also env_ids [rows] int64), handed to Python
+// as numpy views.
 //
-// Reuse contract: a slot is written again only when none of its four arrays is referenced
-// outside its ResultSlots (every refcount is 1), so an array the caller holds never changes
-// behind its back, and a steady loop that drops its arrays allocates nothing. Ownership: the
+// Reuse contract: a slot is written again only when none of its arrays is referenced outside
+// its ResultSlots (every refcount is 1), so an array the caller holds never changes behind its
+// back, and a steady loop that drops its arrays allocates nothing. A free slot one of whose
+// arrays the caller made read-only is replaced by a new one. Ownership: the
 // memory belongs to a capsule that every view references, so an array outlives its slot, its
 // ResultSlots and the pool.
 //
@@ -34,20 +36,31 @@ inline bool IsAligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % k
 
 struct Slot {
   py::array obs, reward, terminated, truncated;
+  py::object env_ids;  // recv slots only (else null)
+  BatchOut out;        // the arrays' memory, which the slot owns (whatever their flags say)
+  int64_t* env_ids_out = nullptr;
 
   // True when the caller holds none of the arrays.
   bool Free() const {
     return obs.ref_count() == 1 && reward.ref_count() == 1 && terminated.ref_count() == 1 &&
-           truncated.ref_count() == 1;
+           truncated.ref_count() == 1 && (!env_ids || env_ids.ref_count() == 1);
+  }
+  // False when a caller made one of the arrays read-only (the slot is then replaced, not
+  // handed out read-only again).
+  bool Writeable() const {
+    return obs.writeable() && reward.writeable() && terminated.writeable() &&
+           truncated.writeable() &&
+           (!env_ids || py::reinterpret_borrow<py::array>(env_ids).writeable());
   }
   // Raw pointers for the pool.
-  BatchOut Out();
+  BatchOut Out() const { return out; }
 };
 
-// The slots of one row count (num_envs for reset/step, batch_size for recv).
+// The slots of one row count (num_envs for reset/step, batch_size for recv, whose slots also
+// hold the env ids: `with_env_ids`).
 class ResultSlots {
  public:
-  ResultSlots(int64_t rows, const fb_spec& spec);
+  ResultSlots(int64_t rows, const fb_spec& spec, bool with_env_ids = false);
 
   // A slot nobody else references; allocates one (zeroed) when every slot is held. At most
   // kMaxSlots are kept for reuse; older ones live on only through the caller's arrays.
@@ -60,6 +73,7 @@ class ResultSlots {
   Slot Make() const;
 
   int64_t rows_;
+  bool with_env_ids_;
   int64_t obs_row_bytes_;
   std::vector<py::ssize_t> obs_shape_;  // [rows, *obs_shape]
   py::dtype obs_dtype_, reward_dtype_, flag_dtype_;
