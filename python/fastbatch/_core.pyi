@@ -84,6 +84,17 @@ class _VectorPool:
     """``num_envs`` envs of one type stepped as a batch by C++ worker threads. One thread at a
     time may call it (a concurrent call raises RuntimeError)."""
 
+    # Stub only: what recv and send_recv return, (obs, reward, terminated, truncated, env_ids,
+    # episodes_ended).
+    _Received = tuple[
+        npt.NDArray[Any],
+        npt.NDArray[np.float32],
+        npt.NDArray[np.bool_],
+        npt.NDArray[np.bool_],
+        npt.NDArray[np.int64],
+        int,
+    ]
+
     def __init__(
         self,
         env_type: _EnvType,
@@ -101,28 +112,10 @@ class _VectorPool:
         while the envs' steps block (measured), at least ``num_threads``."""
     def send(self, actions: npt.ArrayLike, env_ids: npt.ArrayLike) -> None:
         """Async: queues one step of each env in ``env_ids`` with its row of ``actions``."""
-    def recv(
-        self,
-    ) -> tuple[
-        npt.NDArray[Any],
-        npt.NDArray[np.float32],
-        npt.NDArray[np.bool_],
-        npt.NDArray[np.bool_],
-        npt.NDArray[np.int64],
-        int,
-    ]:
+    def recv(self) -> _Received:
         """Async: waits for ``batch_size`` envs; ``(obs, reward, terminated, truncated, env_ids,
         episodes_ended)`` of the first envs to finish, rows in env id order."""
-    def send_recv(
-        self, actions: npt.ArrayLike, env_ids: npt.ArrayLike
-    ) -> tuple[
-        npt.NDArray[Any],
-        npt.NDArray[np.float32],
-        npt.NDArray[np.bool_],
-        npt.NDArray[np.bool_],
-        npt.NDArray[np.int64],
-        int,
-    ]:
+    def send_recv(self, actions: npt.ArrayLike, env_ids: npt.ArrayLike) -> _Received:
         """Async: ``send`` then ``recv`` in one call; raises before sending anything when fewer
         than ``batch_size`` envs would be in flight, so after a send only ``EnvError``."""
     def seed(self, seeds: list[int | None]) -> None:
