@@ -320,12 +320,12 @@ class VectorPool {
   std::atomic<uint32_t> async_active_{0};     // futex word: async threads 0..n-1 take jobs
   double last_recv_ = 0.0;                    // when the last Recv returned; 0: none since reset
   alignas(64) std::atomic<int64_t> done_reserved_{0};
-  // Futex word Recv sleeps on: bumped by a publish that finds Recv asleep (recv_asleep_).
-  std::atomic<uint32_t> done_published_{0};
+  std::atomic<uint32_t> done_published_{0};  // futex word: envs published as done (mod 2^32)
   alignas(64) std::atomic<uint32_t> recv_asleep_{0};
-  int64_t done_head_ = 0;     // the next done position Recv reads (caller only)
-  int64_t done_checked_ = 0;  // positions below it are known published (caller only)
-  int64_t done_run_ = 0;      // where the done run holding done_head_ starts (caller only)
+  std::atomic<uint32_t> recv_wanted_{0};  // done_published_ value Recv sleeps for
+  int64_t done_head_ = 0;                 // the next done position Recv reads (caller only)
+  int64_t done_checked_ = 0;              // positions below it are known published (caller only)
+  int64_t done_run_ = 0;  // where the done run holding done_head_ starts (caller only)
   std::vector<uint8_t> in_flight_;
   int64_t num_in_flight_ = 0;
   std::vector<EnvRun> send_runs_;  // a Send's runs of consecutive ids, in the order given

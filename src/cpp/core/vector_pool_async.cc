@@ -37,6 +37,9 @@ constexpr double kBlockingWindow = 0.05;
 constexpr double kBlockedBusy = 0.35;
 constexpr double kUnblockedBusy = 0.75;
 
+// Wrap-aware `a >= b` for 32-bit counters that are never more than 2^31 apart.
+bool Reached(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
+
 }  // namespace
 
 void VectorPool::StartAsync(int threads) {
@@ -174,18 +177,18 @@ int64_t VectorPool::StepQueued(int ring_index) {
     seconds_per_env_.store(estimate == 0.0 ? per_env : 0.7 * estimate + 0.3 * per_env,
                            std::memory_order_relaxed);
   }
-  // Publish: the piece's header (seq last, release). Then wake Recv if it sleeps: it announces
-  // that in recv_asleep_ before its last look at the header it waits for, so (the two fences)
-  // either it sees this header or this sees its announcement. While Recv is awake a publish
-  // touches no counter besides done_reserved_ (no fetch_add per piece on a wake-up word).
+  // Publish: the piece's header (seq last, release); then wake a sleeping Recv that now has
+  // enough envs published.
   const int64_t position = done_reserved_.fetch_add(take, std::memory_order_relaxed);
   DoneRun& run = done_runs_[position & ring_mask_];
   run.first.store(first, std::memory_order_relaxed);
   run.length.store(take, std::memory_order_relaxed);
   run.seq.store(position + 1, std::memory_order_release);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (recv_asleep_.load(std::memory_order_relaxed) != 0) {
-    done_published_.fetch_add(1, std::memory_order_release);
+  const uint32_t published =
+      done_published_.fetch_add(static_cast<uint32_t>(take), std::memory_order_seq_cst) +
+      static_cast<uint32_t>(take);
+  if (recv_asleep_.load(std::memory_order_seq_cst) != 0 &&
+      Reached(published, recv_wanted_.load(std::memory_order_relaxed))) {
     done_published_.notify_one();
   }
   return take;
@@ -248,9 +251,9 @@ void VectorPool::WaitForDone(int64_t end) {
     if (oldest >= 0) continue;  // lost a race for those envs: look again
     // Nothing left to claim: the envs still missing are being stepped by async threads.
     if (SpinThenYield(next_run, kRecvSpin, kRecvYield)) continue;
-    recv_asleep_.store(1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    const uint32_t published = done_published_.load(std::memory_order_acquire);
+    recv_wanted_.store(static_cast<uint32_t>(end), std::memory_order_relaxed);
+    recv_asleep_.store(1, std::memory_order_seq_cst);
+    const uint32_t published = done_published_.load(std::memory_order_seq_cst);
     if (!next_run()) done_published_.wait(published, std::memory_order_acquire);
     recv_asleep_.store(0, std::memory_order_relaxed);
   }
