@@ -23,6 +23,31 @@ class Ant {
   static constexpr const char* kFile = "ant.xml";
   static constexpr int64_t kStateSize = 29;  // nq 15 + nv 14
 
+  enum InfoRow : int {
+    kXPosition,
+    kYPosition,
+    kDistanceFromOrigin,
+    kXVelocity,
+    kYVelocity,
+    kRewardForward,
+    kRewardCtrl,
+    kRewardContact,
+    kRewardSurvive,
+    kInfoRowSize
+  };
+  static constexpr InfoEntry kInfos[] = {
+      {kXPosition, "x_position"},
+      {kYPosition, "y_position"},
+      {kDistanceFromOrigin, "distance_from_origin"},
+      {kXVelocity, "x_velocity"},
+      {kYVelocity, "y_velocity"},
+      {kRewardForward, "reward_forward"},
+      {kRewardCtrl, "reward_ctrl"},
+      {kRewardContact, "reward_contact"},
+      {kRewardSurvive, "reward_survive"},
+  };
+  static_assert(IsInfoLayout(kInfos, kInfoRowSize));
+
   static ParamList DeclareParams() {
     return ParamList()
         .Int("frame_skip", 5, 1, 1000)
@@ -44,20 +69,12 @@ class Ant {
     const auto model = LoadModel(kFile);
     int64_t size = model->nq + model->nv - 2 * p.Bool("exclude_current_positions_from_observation");
     if (p.Bool("include_cfrc_ext_in_observation")) size += (model->nbody - 1) * 6;
-    return Spec("Ant-v5")
-        .Observation(Box({size}, -kInf, kInf))
+    Spec spec("Ant-v5");
+    spec.Observation(Box({size}, -kInf, kInf))
         .Action(Sim::ActionSpace(kFile))
         .MaxEpisodeSteps(1000)
-        .RewardThreshold(6000.0)
-        .Info("x_position")
-        .Info("y_position")
-        .Info("distance_from_origin")
-        .Info("x_velocity")
-        .Info("y_velocity")
-        .Info("reward_forward")
-        .Info("reward_ctrl")
-        .Info("reward_contact")
-        .Info("reward_survive");
+        .RewardThreshold(6000.0);
+    return DeclareInfos(spec, kInfos);
   }
 
   explicit Ant(const Params& p)
@@ -85,7 +102,7 @@ class Ant {
     });
     WriteObs(obs);
     WritePosition(info);
-    for (int k = 3; k < 9; ++k) info[k] = kNaN;
+    MarkAbsent(info, kXVelocity, kInfoRowSize);
   }
 
   StepResult Step(const float* action, double* obs, double* info) {
@@ -103,12 +120,12 @@ class Ant {
         contact_weight_ * ClippedSquaredSum(sim_.d()->cfrc_ext, sim_.m()->nbody * 6, force_low_,
                                             force_high_, scratch_.data());
     WritePosition(info);
-    info[3] = x_velocity;
-    info[4] = y_velocity;
-    info[5] = forward;
-    info[6] = -static_cast<double>(ctrl_cost);
-    info[7] = -contact_cost;
-    info[8] = survive;
+    info[kXVelocity] = x_velocity;
+    info[kYVelocity] = y_velocity;
+    info[kRewardForward] = forward;
+    info[kRewardCtrl] = -static_cast<double>(ctrl_cost);
+    info[kRewardContact] = -contact_cost;
+    info[kRewardSurvive] = survive;
     const double costs = static_cast<double>(ctrl_cost) + contact_cost;
     return {(forward + survive) - costs, !healthy && terminate_};
   }
@@ -129,9 +146,9 @@ class Ant {
 
   void WritePosition(double* info) const {
     const double x = sim_.qpos()[0], y = sim_.qpos()[1];
-    info[0] = x;
-    info[1] = y;
-    info[2] = std::sqrt(x * x + y * y);
+    info[kXPosition] = x;
+    info[kYPosition] = y;
+    info[kDistanceFromOrigin] = std::sqrt(x * x + y * y);
   }
 
   void WriteObs(double* obs) const {

@@ -32,16 +32,20 @@ class InvertedPendulum {
   static constexpr const char* kFile = "inverted_pendulum.xml";
   static constexpr int64_t kStateSize = 4;
 
+  enum InfoRow : int { kRewardSurvive, kInfoRowSize };
+  static constexpr InfoEntry kInfos[] = {{kRewardSurvive, "reward_survive"}};
+  static_assert(IsInfoLayout(kInfos, kInfoRowSize));
+
   static ParamList DeclareParams() {
     return ParamList().Int("frame_skip", 2, 1, 1000).Float("reset_noise_scale", 0.01, 0.0);
   }
   static Spec MakeSpec(const Params&) {
-    return Spec("InvertedPendulum-v5")
-        .Observation(Box({4}, -kInf, kInf))
+    Spec spec("InvertedPendulum-v5");
+    spec.Observation(Box({4}, -kInf, kInf))
         .Action(Sim::ActionSpace(kFile))
         .MaxEpisodeSteps(1000)
-        .RewardThreshold(950.0)
-        .Info("reward_survive");
+        .RewardThreshold(950.0);
+    return DeclareInfos(spec, kInfos);
   }
   explicit InvertedPendulum(const Params& p)
       : sim_(kFile, static_cast<int>(p.Int("frame_skip")), false, kStateSize),
@@ -54,7 +58,7 @@ class InvertedPendulum {
       for (int k = 0; k < sim_.nv(); ++k) qvel[k] = rng.Uniform(-noise_, noise_);
     });
     sim_.GetState(obs);
-    info[0] = kNaN;  // gymnasium's reset info is empty
+    info[kRewardSurvive] = kNaN;  // gymnasium's reset info is empty
   }
 
   StepResult Step(const float* action, double* obs, double* info) {
@@ -63,8 +67,8 @@ class InvertedPendulum {
     bool finite = true;
     for (int k = 0; k < 4; ++k) finite = finite && std::isfinite(obs[k]);
     const bool terminated = !finite || std::fabs(obs[1]) > 0.2;
-    info[0] = terminated ? 0.0 : 1.0;
-    return {info[0], terminated};
+    info[kRewardSurvive] = terminated ? 0.0 : 1.0;
+    return {info[kRewardSurvive], terminated};
   }
   void GetState(double* out) const { sim_.GetState(out); }
 
@@ -80,6 +84,14 @@ class InvertedDoublePendulum {
   static constexpr const char* kFile = "inverted_double_pendulum.xml";
   static constexpr int64_t kStateSize = 6;
 
+  enum InfoRow : int { kRewardSurvive, kDistancePenalty, kVelocityPenalty, kInfoRowSize };
+  static constexpr InfoEntry kInfos[] = {
+      {kRewardSurvive, "reward_survive"},
+      {kDistancePenalty, "distance_penalty"},
+      {kVelocityPenalty, "velocity_penalty"},
+  };
+  static_assert(IsInfoLayout(kInfos, kInfoRowSize));
+
   static ParamList DeclareParams() {
     return ParamList()
         .Int("frame_skip", 5, 1, 1000)
@@ -87,14 +99,12 @@ class InvertedDoublePendulum {
         .Float("reset_noise_scale", 0.1, 0.0);
   }
   static Spec MakeSpec(const Params&) {
-    return Spec("InvertedDoublePendulum-v5")
-        .Observation(Box({9}, -kInf, kInf))
+    Spec spec("InvertedDoublePendulum-v5");
+    spec.Observation(Box({9}, -kInf, kInf))
         .Action(Sim::ActionSpace(kFile))
         .MaxEpisodeSteps(1000)
-        .RewardThreshold(9100.0)
-        .Info("reward_survive")
-        .Info("distance_penalty")
-        .Info("velocity_penalty");
+        .RewardThreshold(9100.0);
+    return DeclareInfos(spec, kInfos);
   }
   explicit InvertedDoublePendulum(const Params& p)
       : sim_(kFile, static_cast<int>(p.Int("frame_skip")), false, kStateSize),
@@ -108,7 +118,7 @@ class InvertedDoublePendulum {
       for (int k = 0; k < sim_.nv(); ++k) qvel[k] = rng.StandardNormal() * noise_;
     });
     WriteObs(obs);
-    info[0] = info[1] = info[2] = kNaN;
+    MarkAbsent(info, kRewardSurvive, kInfoRowSize);
   }
 
   StepResult Step(const float* action, double* obs, double* info) {
@@ -120,9 +130,9 @@ class InvertedDoublePendulum {
     const double dist_penalty = 0.01 * (x * x) + (y - 2) * (y - 2);
     const double vel_penalty = 1e-3 * (v1 * v1) + 5e-3 * (v2 * v2);
     const double alive = healthy_reward_ * (terminated ? 0 : 1);
-    info[0] = alive;
-    info[1] = -dist_penalty;
-    info[2] = -vel_penalty;
+    info[kRewardSurvive] = alive;
+    info[kDistancePenalty] = -dist_penalty;
+    info[kVelocityPenalty] = -vel_penalty;
     return {alive - dist_penalty - vel_penalty, terminated};
   }
   void GetState(double* out) const { sim_.GetState(out); }
@@ -150,6 +160,13 @@ class Reacher {
   static constexpr const char* kFile = "reacher.xml";
   static constexpr int64_t kStateSize = 8;
 
+  enum InfoRow : int { kRewardDist, kRewardCtrl, kInfoRowSize };
+  static constexpr InfoEntry kInfos[] = {
+      {kRewardDist, "reward_dist"},
+      {kRewardCtrl, "reward_ctrl"},
+  };
+  static_assert(IsInfoLayout(kInfos, kInfoRowSize));
+
   static ParamList DeclareParams() {
     return ParamList()
         .Int("frame_skip", 2, 1, 1000)
@@ -157,13 +174,12 @@ class Reacher {
         .Float("reward_control_weight", 1.0);
   }
   static Spec MakeSpec(const Params&) {
-    return Spec("Reacher-v5")
-        .Observation(Box({10}, -kInf, kInf))
+    Spec spec("Reacher-v5");
+    spec.Observation(Box({10}, -kInf, kInf))
         .Action(Sim::ActionSpace(kFile))
         .MaxEpisodeSteps(50)
-        .RewardThreshold(-3.75)
-        .Info("reward_dist")
-        .Info("reward_ctrl");
+        .RewardThreshold(-3.75);
+    return DeclareInfos(spec, kInfos);
   }
   explicit Reacher(const Params& p)
       : sim_(kFile, static_cast<int>(p.Int("frame_skip")), false, kStateSize),
@@ -187,7 +203,7 @@ class Reacher {
       qvel[nv - 2] = qvel[nv - 1] = 0.0;
     });
     WriteObs(obs);
-    info[0] = info[1] = kNaN;
+    MarkAbsent(info, kRewardDist, kInfoRowSize);
   }
 
   StepResult Step(const float* action, double* obs, double* info) {
@@ -195,8 +211,8 @@ class Reacher {
     WriteObs(obs);
     const double dist = -Norm3(BodyPos(sim_, fingertip_), BodyPos(sim_, target_)) * dist_weight_;
     const float ctrl = -SquaredSum(action, sim_.nu()) * ctrl_weight_;
-    info[0] = dist;
-    info[1] = static_cast<double>(ctrl);
+    info[kRewardDist] = dist;
+    info[kRewardCtrl] = static_cast<double>(ctrl);
     return {dist + static_cast<double>(ctrl), false};
   }
   void GetState(double* out) const { sim_.GetState(out); }
@@ -229,6 +245,14 @@ class Pusher {
   static constexpr const char* kFile = "pusher_v5.xml";
   static constexpr int64_t kStateSize = 22;
 
+  enum InfoRow : int { kRewardDist, kRewardCtrl, kRewardNear, kInfoRowSize };
+  static constexpr InfoEntry kInfos[] = {
+      {kRewardDist, "reward_dist"},
+      {kRewardCtrl, "reward_ctrl"},
+      {kRewardNear, "reward_near"},
+  };
+  static_assert(IsInfoLayout(kInfos, kInfoRowSize));
+
   static ParamList DeclareParams() {
     return ParamList()
         .Int("frame_skip", 5, 1, 1000)
@@ -237,14 +261,12 @@ class Pusher {
         .Float("reward_control_weight", 0.1);
   }
   static Spec MakeSpec(const Params&) {
-    return Spec("Pusher-v5")
-        .Observation(Box({23}, -kInf, kInf))
+    Spec spec("Pusher-v5");
+    spec.Observation(Box({23}, -kInf, kInf))
         .Action(Sim::ActionSpace(kFile))
         .MaxEpisodeSteps(100)
-        .RewardThreshold(0.0)
-        .Info("reward_dist")
-        .Info("reward_ctrl")
-        .Info("reward_near");
+        .RewardThreshold(0.0);
+    return DeclareInfos(spec, kInfos);
   }
   explicit Pusher(const Params& p)
       : sim_(kFile, static_cast<int>(p.Int("frame_skip")), false, kStateSize),
@@ -271,7 +293,7 @@ class Pusher {
       for (int k = nv - 4; k < nv; ++k) qvel[k] = 0.0;
     });
     WriteObs(obs);
-    info[0] = info[1] = info[2] = kNaN;
+    MarkAbsent(info, kRewardDist, kInfoRowSize);
   }
 
   StepResult Step(const float* action, double* obs, double* info) {
@@ -281,9 +303,9 @@ class Pusher {
     const double near = -Norm3(object, BodyPos(sim_, tips_)) * near_weight_;
     const double dist = -Norm3(object, BodyPos(sim_, goal_)) * dist_weight_;
     const float ctrl = -SquaredSum(action, sim_.nu()) * ctrl_weight_;
-    info[0] = dist;
-    info[1] = static_cast<double>(ctrl);
-    info[2] = near;
+    info[kRewardDist] = dist;
+    info[kRewardCtrl] = static_cast<double>(ctrl);
+    info[kRewardNear] = near;
     return {dist + static_cast<double>(ctrl) + near, false};
   }
   void GetState(double* out) const { sim_.GetState(out); }

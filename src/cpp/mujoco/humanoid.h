@@ -11,10 +11,74 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
 
 #include "sim.h"
 
 namespace fastbatch::mujoco {
+
+// The fixed tendons of humanoid.xml and humanoidstandup.xml: the tendon infos are 2-vectors.
+inline constexpr int kHumanoidTendons = 2;
+
+// Humanoid-v5's info row: gymnasium puts the tendon infos right after y.
+struct HumanoidInfos {
+  enum InfoRow : int {
+    kXPosition,
+    kYPosition,
+    kTendonLength,
+    kTendonVelocity = kTendonLength + kHumanoidTendons,
+    kDistanceFromOrigin = kTendonVelocity + kHumanoidTendons,
+    kXVelocity,
+    kYVelocity,
+    kRewardSurvive,
+    kRewardForward,
+    kRewardCtrl,
+    kRewardContact,
+    kInfoRowSize
+  };
+  static constexpr InfoEntry kInfos[] = {
+      {kXPosition, "x_position"},
+      {kYPosition, "y_position"},
+      {kTendonLength, "tendon_length", kHumanoidTendons},
+      {kTendonVelocity, "tendon_velocity", kHumanoidTendons},
+      {kDistanceFromOrigin, "distance_from_origin"},
+      {kXVelocity, "x_velocity"},
+      {kYVelocity, "y_velocity"},
+      {kRewardSurvive, "reward_survive"},
+      {kRewardForward, "reward_forward"},
+      {kRewardCtrl, "reward_ctrl"},
+      {kRewardContact, "reward_contact"},
+  };
+  static_assert(IsInfoLayout(kInfos, kInfoRowSize));
+};
+
+// HumanoidStandup-v5's info row.
+struct HumanoidStandupInfos {
+  enum InfoRow : int {
+    kXPosition,
+    kYPosition,
+    kZDistanceFromOrigin,
+    kTendonLength,
+    kTendonVelocity = kTendonLength + kHumanoidTendons,
+    kRewardLinup = kTendonVelocity + kHumanoidTendons,
+    kRewardQuadctrl,
+    kRewardImpact,
+    kInfoRowSize
+  };
+  static constexpr InfoEntry kInfos[] = {
+      {kXPosition, "x_position"},
+      {kYPosition, "y_position"},
+      {kZDistanceFromOrigin, "z_distance_from_origin"},
+      {kTendonLength, "tendon_length", kHumanoidTendons},
+      {kTendonVelocity, "tendon_velocity", kHumanoidTendons},
+      {kRewardLinup, "reward_linup"},
+      {kRewardQuadctrl, "reward_quadctrl"},
+      {kRewardImpact, "reward_impact"},
+  };
+  static_assert(IsInfoLayout(kInfos, kInfoRowSize));
+};
 
 template <bool kStandup>
 class HumanoidBase {
@@ -23,6 +87,8 @@ class HumanoidBase {
   using ActionType = float;
   static constexpr const char* kFile = kStandup ? "humanoidstandup.xml" : "humanoid.xml";
   static constexpr int64_t kStateSize = 47;  // nq 24 + nv 23
+  // The info row's layout: Reset and Step write at Row's offsets.
+  using Row = std::conditional_t<kStandup, HumanoidStandupInfos, HumanoidInfos>;
 
   static ParamList DeclareParams() {
     ParamList list;
@@ -63,28 +129,8 @@ class HumanoidBase {
     spec.Observation(Box({size}, -kInf, kInf))
         .Action(Sim::ActionSpace(kFile))
         .MaxEpisodeSteps(1000);
-    const int32_t tendons = m->ntendon;
-    if (kStandup) {
-      return spec.Info("x_position")
-          .Info("y_position")
-          .Info("z_distance_from_origin")
-          .Info("tendon_length", tendons)
-          .Info("tendon_velocity", tendons)
-          .Info("reward_linup")
-          .Info("reward_quadctrl")
-          .Info("reward_impact");
-    }
-    return spec.Info("x_position")
-        .Info("y_position")
-        .Info("tendon_length", tendons)
-        .Info("tendon_velocity", tendons)
-        .Info("distance_from_origin")
-        .Info("x_velocity")
-        .Info("y_velocity")
-        .Info("reward_survive")
-        .Info("reward_forward")
-        .Info("reward_ctrl")
-        .Info("reward_contact");
+    CheckTendons(*m);
+    return DeclareInfos(spec, Row::kInfos);
   }
 
   explicit HumanoidBase(const Params& p)
@@ -111,6 +157,7 @@ class HumanoidBase {
       z_low_ = p.Float("healthy_z_range_low");
       z_high_ = p.Float("healthy_z_range_high");
     }
+    CheckTendons(*sim_.m());
     for (int b = 0; b < sim_.m()->nbody; ++b) total_mass_ += sim_.m()->body_mass[b];
   }
 
@@ -121,10 +168,13 @@ class HumanoidBase {
       for (int k = 0; k < sim_.nv(); ++k) qvel[k] = rng.Uniform(-noise_, noise_);
     });
     WriteObs(obs);
-    double* rest = WritePositions(info);
-    const double* end = info + InfoRow();
-    if (!kStandup) *rest++ = Distance();
-    while (rest != end) *rest++ = kNaN;
+    WritePositions(info);
+    if constexpr (kStandup) {
+      MarkAbsent(info, Row::kRewardLinup, Row::kInfoRowSize);
+    } else {
+      info[Row::kDistanceFromOrigin] = Distance();
+      MarkAbsent(info, Row::kXVelocity, Row::kInfoRowSize);
+    }
   }
 
   StepResult Step(const float* action, double* obs, double* info) {
@@ -137,51 +187,59 @@ class HumanoidBase {
     const double contact_cost =
         std::clamp(contact_weight_ * SquaredSum(d->cfrc_ext, sim_.m()->nbody * 6), contact_low_,
                    contact_high_);
-    double* rest = WritePositions(info);
-    if (kStandup) {
+    WritePositions(info);
+    if constexpr (kStandup) {
       const double uph_cost = (sim_.qpos()[2] - 0) / sim_.m()->opt.timestep;
-      rest[0] = uph_cost;
-      rest[1] = -ctrl_cost;
-      rest[2] = -contact_cost;
+      info[Row::kRewardLinup] = uph_cost;
+      info[Row::kRewardQuadctrl] = -ctrl_cost;
+      info[Row::kRewardImpact] = -contact_cost;
       return {uph_cost - ctrl_cost - contact_cost + 1, false};  // v5 ignores uph_cost_weight
+    } else {
+      double x_after, y_after;
+      MassCenter(&x_after, &y_after);
+      const double x_velocity = (x_after - x_before) / sim_.dt();
+      const double y_velocity = (y_after - y_before) / sim_.dt();
+      const double z = sim_.qpos()[2];
+      const bool healthy = z_low_ < z && z < z_high_;
+      const double survive = healthy ? healthy_reward_ : 0.0;
+      const double forward = weight_ * x_velocity;
+      info[Row::kDistanceFromOrigin] = Distance();
+      info[Row::kXVelocity] = x_velocity;
+      info[Row::kYVelocity] = y_velocity;
+      info[Row::kRewardSurvive] = survive;
+      info[Row::kRewardForward] = forward;
+      info[Row::kRewardCtrl] = -ctrl_cost;
+      info[Row::kRewardContact] = -contact_cost;
+      return {(forward + survive) - (ctrl_cost + contact_cost), !healthy && terminate_};
     }
-    double x_after, y_after;
-    MassCenter(&x_after, &y_after);
-    const double x_velocity = (x_after - x_before) / sim_.dt();
-    const double y_velocity = (y_after - y_before) / sim_.dt();
-    const double z = sim_.qpos()[2];
-    const bool healthy = z_low_ < z && z < z_high_;
-    const double survive = healthy ? healthy_reward_ : 0.0;
-    const double forward = weight_ * x_velocity;
-    rest[0] = Distance();
-    rest[1] = x_velocity;
-    rest[2] = y_velocity;
-    rest[3] = survive;
-    rest[4] = forward;
-    rest[5] = -ctrl_cost;
-    rest[6] = -contact_cost;
-    return {(forward + survive) - (ctrl_cost + contact_cost), !healthy && terminate_};
   }
 
   void GetState(double* out) const { sim_.GetState(out); }
 
  private:
-  int64_t InfoRow() const { return (kStandup ? 6 : 9) + 2 * sim_.m()->ntendon; }
+  // The tendon infos are declared kHumanoidTendons long; `model` must have that many tendons.
+  static void CheckTendons(const mjModel& model) {
+    if (model.ntendon != kHumanoidTendons) {
+      throw std::runtime_error(std::string(kFile) + " has " + std::to_string(model.ntendon) +
+                               " tendons, not the " + std::to_string(kHumanoidTendons) +
+                               " this env expects");
+    }
+  }
 
   double Distance() const {
     const double x = sim_.qpos()[0], y = sim_.qpos()[1];
     return std::sqrt(x * x + y * y);
   }
 
-  // x, y (and HumanoidStandup's z above the initial z), then the tendon lengths and velocities
-  // (Humanoid's info order puts them right after y); returns the next free entry.
-  double* WritePositions(double* info) const {
+  // The infos both envs write alike: x, y (and HumanoidStandup's z above the initial z), and the
+  // tendon lengths and velocities.
+  void WritePositions(double* info) const {
     const mjData* d = sim_.d();
-    *info++ = sim_.qpos()[0];
-    *info++ = sim_.qpos()[1];
-    if (kStandup) *info++ = sim_.qpos()[2] - sim_.init_qpos()[2];
-    info = Copy(d->ten_length, sim_.m()->ntendon, info);
-    return Copy(d->ten_velocity, sim_.m()->ntendon, info);
+    info[Row::kXPosition] = sim_.qpos()[0];
+    info[Row::kYPosition] = sim_.qpos()[1];
+    if constexpr (kStandup) info[Row::kZDistanceFromOrigin] = sim_.qpos()[2] - sim_.init_qpos()[2];
+    Copy(d->ten_length, kHumanoidTendons, info + Row::kTendonLength);
+    Copy(d->ten_velocity, kHumanoidTendons, info + Row::kTendonVelocity);
   }
 
   // gymnasium's mass_center: sum over bodies of mass * xipos, divided by the total mass (x, y).

@@ -21,6 +21,15 @@ class HalfCheetah {
   static constexpr const char* kFile = "half_cheetah.xml";
   static constexpr int64_t kStateSize = 18;  // nq 9 + nv 9
 
+  enum InfoRow : int { kXPosition, kXVelocity, kRewardForward, kRewardCtrl, kInfoRowSize };
+  static constexpr InfoEntry kInfos[] = {
+      {kXPosition, "x_position"},
+      {kXVelocity, "x_velocity"},
+      {kRewardForward, "reward_forward"},
+      {kRewardCtrl, "reward_ctrl"},
+  };
+  static_assert(IsInfoLayout(kInfos, kInfoRowSize));
+
   static ParamList DeclareParams() {
     return ParamList()
         .Int("frame_skip", 5, 1, 1000)
@@ -33,15 +42,12 @@ class HalfCheetah {
     const auto model = LoadModel(kFile);
     const int64_t size =
         model->nq + model->nv - p.Bool("exclude_current_positions_from_observation");
-    return Spec("HalfCheetah-v5")
-        .Observation(Box({size}, -kInf, kInf))
+    Spec spec("HalfCheetah-v5");
+    spec.Observation(Box({size}, -kInf, kInf))
         .Action(Sim::ActionSpace(kFile))
         .MaxEpisodeSteps(1000)
-        .RewardThreshold(4800.0)
-        .Info("x_position")
-        .Info("x_velocity")
-        .Info("reward_forward")
-        .Info("reward_ctrl");
+        .RewardThreshold(4800.0);
+    return DeclareInfos(spec, kInfos);
   }
 
   explicit HalfCheetah(const Params& p)
@@ -58,8 +64,8 @@ class HalfCheetah {
       for (int k = 0; k < sim_.nv(); ++k) qvel[k] = noise_ * rng.StandardNormal();
     });
     WriteObs(obs);
-    info[0] = sim_.qpos()[0];
-    info[1] = info[2] = info[3] = kNaN;
+    info[kXPosition] = sim_.qpos()[0];
+    MarkAbsent(info, kXVelocity, kInfoRowSize);
   }
 
   StepResult Step(const float* action, double* obs, double* info) {
@@ -70,10 +76,10 @@ class HalfCheetah {
     WriteObs(obs);
     const double forward = forward_weight_ * x_velocity;
     const float ctrl_cost = ctrl_weight_ * SquaredSum(action, sim_.nu());
-    info[0] = x_after;
-    info[1] = x_velocity;
-    info[2] = forward;
-    info[3] = -static_cast<double>(ctrl_cost);
+    info[kXPosition] = x_after;
+    info[kXVelocity] = x_velocity;
+    info[kRewardForward] = forward;
+    info[kRewardCtrl] = -static_cast<double>(ctrl_cost);
     return {forward - static_cast<double>(ctrl_cost), false};
   }
 
@@ -103,6 +109,22 @@ class Biped {
   static constexpr const char* kFile = kHopper ? "hopper.xml" : "walker2d_v5.xml";
   static constexpr int64_t kStateSize = kHopper ? 12 : 18;
 
+  enum InfoRow : int {
+    kXPosition,
+    kZDistanceFromOrigin,
+    kXVelocity,
+    kRewardForward,
+    kRewardCtrl,
+    kRewardSurvive,
+    kInfoRowSize
+  };
+  static constexpr InfoEntry kInfos[] = {
+      {kXPosition, "x_position"},   {kZDistanceFromOrigin, "z_distance_from_origin"},
+      {kXVelocity, "x_velocity"},   {kRewardForward, "reward_forward"},
+      {kRewardCtrl, "reward_ctrl"}, {kRewardSurvive, "reward_survive"},
+  };
+  static_assert(IsInfoLayout(kInfos, kInfoRowSize));
+
   static ParamList DeclareParams() {
     ParamList list;
     list.Int("frame_skip", 4, 1, 1000)
@@ -129,12 +151,7 @@ class Biped {
         .Action(Sim::ActionSpace(kFile))
         .MaxEpisodeSteps(1000);
     if (kHopper) spec.RewardThreshold(3800.0);
-    return spec.Info("x_position")
-        .Info("z_distance_from_origin")
-        .Info("x_velocity")
-        .Info("reward_forward")
-        .Info("reward_ctrl")
-        .Info("reward_survive");
+    return DeclareInfos(spec, kInfos);
   }
 
   explicit Biped(const Params& p)
@@ -159,9 +176,9 @@ class Biped {
       for (int k = 0; k < sim_.nv(); ++k) qvel[k] = rng.Uniform(-noise_, noise_);
     });
     WriteObs(obs);
-    info[0] = sim_.qpos()[0];
-    info[1] = sim_.qpos()[1] - sim_.init_qpos()[1];
-    info[2] = info[3] = info[4] = info[5] = kNaN;
+    info[kXPosition] = sim_.qpos()[0];
+    info[kZDistanceFromOrigin] = sim_.qpos()[1] - sim_.init_qpos()[1];
+    MarkAbsent(info, kXVelocity, kInfoRowSize);
   }
 
   StepResult Step(const float* action, double* obs, double* info) {
@@ -174,12 +191,12 @@ class Biped {
     const bool healthy = Healthy();
     const double survive = healthy ? healthy_reward_ : 0.0;
     const float ctrl_cost = ctrl_weight_ * SquaredSum(action, sim_.nu());
-    info[0] = x_after;
-    info[1] = sim_.qpos()[1] - sim_.init_qpos()[1];
-    info[2] = x_velocity;
-    info[3] = forward;
-    info[4] = -static_cast<double>(ctrl_cost);
-    info[5] = survive;
+    info[kXPosition] = x_after;
+    info[kZDistanceFromOrigin] = sim_.qpos()[1] - sim_.init_qpos()[1];
+    info[kXVelocity] = x_velocity;
+    info[kRewardForward] = forward;
+    info[kRewardCtrl] = -static_cast<double>(ctrl_cost);
+    info[kRewardSurvive] = survive;
     return {(forward + survive) - static_cast<double>(ctrl_cost), !healthy && terminate_};
   }
 
@@ -225,6 +242,27 @@ class Swimmer {
   static constexpr const char* kFile = "swimmer.xml";
   static constexpr int64_t kStateSize = 10;  // nq 5 + nv 5
 
+  enum InfoRow : int {
+    kXPosition,
+    kYPosition,
+    kDistanceFromOrigin,
+    kXVelocity,
+    kYVelocity,
+    kRewardForward,
+    kRewardCtrl,
+    kInfoRowSize
+  };
+  static constexpr InfoEntry kInfos[] = {
+      {kXPosition, "x_position"},
+      {kYPosition, "y_position"},
+      {kDistanceFromOrigin, "distance_from_origin"},
+      {kXVelocity, "x_velocity"},
+      {kYVelocity, "y_velocity"},
+      {kRewardForward, "reward_forward"},
+      {kRewardCtrl, "reward_ctrl"},
+  };
+  static_assert(IsInfoLayout(kInfos, kInfoRowSize));
+
   static ParamList DeclareParams() {
     return ParamList()
         .Int("frame_skip", 4, 1, 1000)
@@ -237,18 +275,12 @@ class Swimmer {
     const auto model = LoadModel(kFile);
     const int64_t size =
         model->nq + model->nv - 2 * p.Bool("exclude_current_positions_from_observation");
-    return Spec("Swimmer-v5")
-        .Observation(Box({size}, -kInf, kInf))
+    Spec spec("Swimmer-v5");
+    spec.Observation(Box({size}, -kInf, kInf))
         .Action(Sim::ActionSpace(kFile))
         .MaxEpisodeSteps(1000)
-        .RewardThreshold(360.0)
-        .Info("x_position")
-        .Info("y_position")
-        .Info("distance_from_origin")
-        .Info("x_velocity")
-        .Info("y_velocity")
-        .Info("reward_forward")
-        .Info("reward_ctrl");
+        .RewardThreshold(360.0);
+    return DeclareInfos(spec, kInfos);
   }
 
   explicit Swimmer(const Params& p)
@@ -266,10 +298,10 @@ class Swimmer {
     });
     WriteObs(obs);
     const double x = sim_.qpos()[0], y = sim_.qpos()[1];
-    info[0] = x;
-    info[1] = y;
-    info[2] = std::sqrt(x * x + y * y);
-    for (int k = 3; k < 7; ++k) info[k] = kNaN;
+    info[kXPosition] = x;
+    info[kYPosition] = y;
+    info[kDistanceFromOrigin] = std::sqrt(x * x + y * y);
+    MarkAbsent(info, kXVelocity, kInfoRowSize);
   }
 
   StepResult Step(const float* action, double* obs, double* info) {
@@ -281,13 +313,13 @@ class Swimmer {
     WriteObs(obs);
     const double forward = forward_weight_ * x_velocity;
     const float ctrl_cost = ctrl_weight_ * SquaredSum(action, sim_.nu());
-    info[0] = x;
-    info[1] = y;
-    info[2] = std::sqrt(x * x + y * y);
-    info[3] = x_velocity;
-    info[4] = y_velocity;
-    info[5] = forward;
-    info[6] = -static_cast<double>(ctrl_cost);
+    info[kXPosition] = x;
+    info[kYPosition] = y;
+    info[kDistanceFromOrigin] = std::sqrt(x * x + y * y);
+    info[kXVelocity] = x_velocity;
+    info[kYVelocity] = y_velocity;
+    info[kRewardForward] = forward;
+    info[kRewardCtrl] = -static_cast<double>(ctrl_cost);
     return {forward - static_cast<double>(ctrl_cost), false};
   }
 

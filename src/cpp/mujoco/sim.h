@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -120,6 +121,42 @@ inline double* Copy(const double* values, int64_t n, double* out) {
 }
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// An env's info row (env.h, "Infos") is declared by one table beside the env's `InfoRow` enum,
+// whose constants are the offsets Reset and Step write at: each entry names its offset, its
+// gymnasium info key and its size in float64 values. MakeSpec declares the table with
+// `DeclareInfos`, and the env static_asserts `IsInfoLayout`, so the enum, the declared row and the
+// writes cannot drift apart.
+struct InfoEntry {
+  int offset;
+  const char* name;
+  int32_t size = 1;
+};
+
+// Whether `entries` lay out a row of `row_size` values one after another, in table order: the
+// first at 0, each next one where the one before it ends, the last ending at `row_size`.
+template <size_t N>
+constexpr bool IsInfoLayout(const InfoEntry (&entries)[N], int row_size) {
+  int end = 0;
+  for (const InfoEntry& e : entries) {
+    if (e.offset != end || e.size < 1) return false;
+    end += e.size;
+  }
+  return end == row_size;
+}
+
+// Declares every entry of `entries` on `spec` in table order (Spec::Info); returns `spec`.
+template <size_t N>
+Spec& DeclareInfos(Spec& spec, const InfoEntry (&entries)[N]) {
+  for (const InfoEntry& e : entries) spec.Info(e.name, e.size);
+  return spec;
+}
+
+// Marks the values [first, end) of an info row absent from this reset or step (NaN: its mask is
+// False in Python).
+inline void MarkAbsent(double* info, int first, int end) {
+  std::fill(info + first, info + end, kNaN);
+}
 
 // One simulation: an mjData over a shared model.
 class Sim {
