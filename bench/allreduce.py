@@ -30,6 +30,9 @@ epochs x minibatches such all-reduces, against the update's compute measured her
 process), which does not change with N: each worker keeps its own batch. Two workers take the
 mean of a gather instead (distribute.py): one step of S bytes. ``--step-us`` replaces
 the measured a with an assumed one (a what-if, e.g. for hosts whose cores are not all busy).
+
+Its loops are its own (rounds of graph calls in each worker); medians, the run's metadata
+(printed first, and kept in the JSON beside the rows) are bench/_harness.py's.
 """
 
 from __future__ import annotations
@@ -37,11 +40,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import _harness as harness
 
 SHAPES = {
     "pendulum": ["num_envs=16", "rollout_steps=128", "epochs=10", "minibatches=8"],
@@ -81,8 +85,14 @@ def preset_params(obs: int, act: int, layers, gru: int, discrete: bool) -> int:
     return core + policy + mlp([features, *layers, 1])
 
 
+def measured_rows(path: str) -> list[dict]:
+    """The rows a run wrote to `path`: ``{"meta", "results"}``, or a bare list (older files)."""
+    data = json.loads(Path(path).read_text())
+    return data["results"] if isinstance(data, dict) else data
+
+
 def model(files: list[str], step_us: float | None = None) -> None:
-    rows = [row for f in files for row in json.loads(Path(f).read_text())]
+    rows = [row for f in files for row in measured_rows(f)]
     base = sorted((r for r in rows if r["shape"] == "pendulum"), key=lambda r: r["bytes"])
     small, large = base[0], base[-1]
     ring = "ring_allreduce_ms" if "ring_allreduce_ms" in small else "allreduce_ms"  # older files
@@ -184,7 +194,7 @@ def worker(spec: dict) -> None:
             if round_:
                 times[name].append(1000 * (time.perf_counter() - start))
     if spec["rank"] == 0:
-        medians = {k: statistics.median(v) for k, v in times.items()}
+        medians = harness.medians(times)
         per_update = config.epochs * config.minibatches
         row = {
             "layers": layers,
@@ -225,6 +235,14 @@ def main(argv=None) -> int:
         return 0
     from fastbatch.ppo.launch import free_ports
 
+    run = harness.RunInfo(
+        packages=("tensorflow",),
+        workers=args.workers,
+        rounds=args.rounds,
+        nets=args.nets,
+        shape=args.shape,
+    )
+    print(run.header())
     rows = []
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -259,8 +277,8 @@ def main(argv=None) -> int:
             flush=True,
         )
     out.with_suffix(".part").unlink(missing_ok=True)
-    out.write_text(json.dumps(rows, indent=2))
-    print(f"wrote {out}")
+    print(run.footer())
+    harness.write_json(out, run.meta, rows)
     return 0
 
 

@@ -6,8 +6,9 @@
 Steps `--envs` native envs in async mode with ``batch_size = envs / 2`` (default threads):
 each cycle receives a batch and sends random actions back to the envs it returned, nothing
 else in between (`--step`: each cycle is one `env.step(actions)`, the same send and recv in one
-call). Prints env steps/s of each timed run of `--seconds`. `--sync` also times the
-same envs in sync mode (one step of all envs a cycle), alternating with the async runs, and
+call). Prints env steps/s of each timed run of `--seconds` (bench/_harness.py's rules: each
+env is built once and warmed up for `--seconds` before its first run; a run steps until both
+`--seconds` and 32 cycles are done). `--sync` also times the same envs in sync mode (one step of all envs a cycle), alternating with the async runs, and
 prints the medians and their ratio; each run also prints the threads the pool had stepping at
 its end (`active_workers`). `--param` passes an env parameter (e.g. `--param stall_prob=0.01`
 for `_TestVariableCost-v0`). `--native` times the same loops driven by C++ instead
@@ -23,77 +24,59 @@ move by up to 0.3x between runs a minute apart.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 
-import numpy as np
+import _harness as harness
 
 import fastbatch
 from fastbatch import _core
-from fastbatch._args import available_cores
 
 
-def draw(env, rows: int, count: int) -> list[np.ndarray]:
-    space = env.single_action_space
-    space.seed(0)
-    return [
-        np.stack([space.sample() for _ in range(rows)]).astype(space.dtype) for _ in range(count)
-    ]
+class Cycles(harness.Loop):
+    """One env of the A/B and its timed loop (bench/_harness.py's rules): sync mode steps all
+    envs a cycle; async mode receives a batch of ``envs / 2`` and sends actions back to the
+    envs it returned (`step`: one ``env.step`` doing both). Built once, warmed up once; each
+    ``rate()`` is one timed run."""
 
-
-def rate(
-    env_id: str,
-    num_envs: int,
-    seconds: float,
-    sync: bool = False,
-    step: bool = False,
-    **make_kwargs,
-):
-    """(env steps/s, the threads the pool had stepping at the end) of one timed run; `step`:
-    each async cycle is one `env.step` (send to the envs of the last recv, then recv)."""
-    batch = num_envs if sync else num_envs // 2
-    env = fastbatch.make(
-        env_id, num_envs, seed=0, batch_size=None if sync else batch, **make_kwargs
-    )
-    try:
-        env.reset()
-        actions = draw(env, batch, 16)
+    def __init__(self, env_id, num_envs, budget, sync=False, step=False, **make_kwargs):
+        batch = num_envs if sync else num_envs // 2
+        self.env = fastbatch.make(
+            env_id, num_envs, seed=0, batch_size=None if sync else batch, **make_kwargs
+        )
+        self.env.reset()
+        space = self.env.single_action_space
+        first = harness.action_table(space, num_envs, count=1, seed=1)[0]
         if sync:
-            cycle = env.step
+            cycle = self.env.step
         elif step:
-            env.step(draw(env, num_envs, 1)[0])  # after reset: all envs, then batches
-            cycle = env.step
+            self.env.step(first)  # after reset: all envs, then batches
+            cycle = self.env.step
         else:
-            env.send(draw(env, num_envs, 1)[0])
-
-            def cycle(a):
-                env.recv()
-                env.send(a)  # to the envs the last recv returned
-
-        steps, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            for a in actions:
-                cycle(a)
-            steps += len(actions) * batch
-        return steps / (time.perf_counter() - start), env.active_workers
-    finally:
-        env.close()
+            cycle = harness.async_cycle(self.env, first)
+        super().__init__(cycle, harness.action_table(space, batch), batch, budget)
 
 
-def native_rate(env_id: str, num_envs: int, seconds: float, sync: bool, threads: int) -> float:
-    """Env steps/s of one timed run of the C++ loop (one step: sync, or a recv and a send)."""
+def native_loop(env_id: str, num_envs: int, budget, sync: bool, threads: int):
+    """The C++ loop of one mode (one step: sync, or a recv and a send), timed by the harness;
+    every run is a fresh pool."""
     env_type = _core._builtin_env_types()[env_id]
     batch = 0 if sync else num_envs // 2
     rows = num_envs if sync else num_envs // 2
-    steps = 8
-    while True:  # double the steps until a run takes `seconds` (each run is a fresh pool)
-        elapsed = _core._native_loop_seconds(
+    return harness.NativeLoop(
+        lambda steps: _core._native_loop_seconds(
             env_type, num_envs, steps, num_threads=threads, batch_size=batch
-        )
-        if elapsed >= seconds:
-            return steps * rows / elapsed
-        steps = int(steps * min(16.0, 1.2 * seconds / max(elapsed, 1e-6))) + 1
+        ),
+        rows,
+        budget,
+    )
+
+
+def print_medians(rates: dict[str, list[float]]) -> None:
+    a, s = harness.median(rates["async"]), harness.median(rates["sync"])
+    print(
+        f"medians: async {harness.format_rate(a)}, sync {harness.format_rate(s)}, async / sync "
+        f"{harness.format_ratio(a, s)}"
+    )
 
 
 def main(argv=None) -> int:
@@ -114,6 +97,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.envs < 2:
         parser.error("--envs must be at least 2 (async mode returns envs / 2 a batch)")
+    budget = harness.Budget(args.seconds)
     if args.native:
         builtin = _core._builtin_env_types()
         if args.env.removeprefix("fastbatch/") not in builtin:
@@ -121,31 +105,56 @@ def main(argv=None) -> int:
         if args.param:
             parser.error("--native runs the env with its default parameters")
         args.env = args.env.removeprefix("fastbatch/")
-        threads = args.num_workers or available_cores()
-        rates = {"async": [], "sync": []}
+        threads = args.num_workers or harness.cores()
+        run = harness.RunInfo(**vars(args))
+        print(run.header())
+        loops = {
+            mode: native_loop(args.env, args.envs, budget, mode == "sync", threads)
+            for mode in ("async", "sync")
+        }
+        rates: dict[str, list[float]] = {"async": [], "sync": []}
+        for loop in loops.values():
+            loop.warm_up()
         for _ in range(args.runs):
-            for mode in ["async", "sync"]:
-                steps = native_rate(args.env, args.envs, args.seconds, mode == "sync", threads)
-                rates[mode].append(steps)
-                print(f"{args.env} x{args.envs} native {mode}: {steps / 1e6:.3f}M steps/s")
-        a, s = statistics.median(rates["async"]), statistics.median(rates["sync"])
-        print(f"medians: async {a / 1e6:.3f}M, sync {s / 1e6:.3f}M, async / sync {a / s:.2f}x")
+            for mode, loop in loops.items():
+                rates[mode].append(loop.rate())
+                print(
+                    f"{args.env} x{args.envs} native {mode}: "
+                    f"{harness.format_rate(rates[mode][-1])} steps/s"
+                )
+        print_medians(rates)
+        print(run.footer())
         return 0
     kwargs = {"num_workers": args.num_workers}
     for item in args.param:  # e.g. stall_prob=0.01 for _TestVariableCost-v0
         name, value = item.split("=", 1)
         kwargs[name] = float(value) if "." in value or "e" in value else int(value)
-    rates: dict[str, list[float]] = {"async": [], "sync": []}
-    for _ in range(args.runs):
-        for mode in ["async", "sync"] if args.sync else ["async"]:
-            steps, active = rate(
-                args.env, args.envs, args.seconds, mode == "sync", args.step, **kwargs
+    run = harness.RunInfo(**vars(args))
+    print(run.header())
+    modes = ["async", "sync"] if args.sync else ["async"]
+    envs = {}
+    try:
+        for mode in modes:
+            envs[mode] = Cycles(
+                args.env, args.envs, budget, sync=mode == "sync", step=args.step, **kwargs
             )
-            rates[mode].append(steps)
-            print(f"{args.env} x{args.envs} {mode}: {steps / 1e6:.3f}M steps/s, {active} threads")
+        for cycles in envs.values():
+            cycles.warm_up()
+        rates = {"async": [], "sync": []}
+        for _ in range(args.runs):
+            for mode, cycles in envs.items():
+                rates[mode].append(cycles.rate())
+                print(
+                    f"{args.env} x{args.envs} {mode}: {harness.format_rate(rates[mode][-1])} "
+                    f"steps/s, {cycles.env.active_workers} threads",
+                    flush=True,
+                )
+    finally:
+        for cycles in envs.values():
+            cycles.env.close()
     if args.sync:
-        a, s = statistics.median(rates["async"]), statistics.median(rates["sync"])
-        print(f"medians: async {a / 1e6:.3f}M, sync {s / 1e6:.3f}M, async / sync {a / s:.2f}x")
+        print_medians(rates)
+    print(run.footer())
     return 0
 
 

@@ -22,7 +22,8 @@ Sections:
   process   the process backend (gymnasium's CartPole-v1, default layout) idle and busy.
   latency   microseconds per batch step with 1 env (CartPole); the CPU an idle pool uses.
 
-Every rate is env steps per second (batch steps x rows per batch), actions drawn before timing.
+Every rate is env steps per second (batch steps x rows per batch), actions drawn before timing,
+each timed run under bench/_harness.py's rules (every env warmed up for one run's length first).
 `others`: the cores that processes other than this one and its busy loop used during the timed
 runs of the row (the machine is shared: "idle" means no busy loop of ours, not an idle machine).
 Results are printed and written as JSON.
@@ -32,14 +33,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import os
-import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+import _harness as harness
 import numpy as np
 
 import fastbatch
@@ -52,32 +50,7 @@ VARIABLE_SIZES = [16, 256]
 # another process): sync mode waits for the stall, async mode returns the other envs.
 STALLS = {"stall_prob": 0.01, "stall_us": 1000}
 
-
-def cores() -> list[int]:
-    return sorted(os.sched_getaffinity(0))
-
-
-TICK = os.sysconf("SC_CLK_TCK")
-BUSY_PIDS: list[int] = []  # our busy-loop process, while it runs
-
-
-def cpu_seconds_not_ours() -> tuple[float, float]:
-    """(CPU seconds the machine spent busy outside this process and our busy loop, wall time):
-    two readings give the other processes' load over an interval, in cores."""
-    with open("/proc/stat") as f:
-        ticks = [int(x) for x in f.readline().split()[1:9]]
-    busy = (sum(ticks) - ticks[3] - ticks[4]) / TICK  # all but idle and iowait
-    for pid in BUSY_PIDS:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        busy -= (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
-    return busy - time.process_time(), time.perf_counter()
-
-
-def others_load(start: tuple[float, float]) -> float:
-    """Cores the other processes used since `start` (from cpu_seconds_not_ours)."""
-    busy, wall = cpu_seconds_not_ours()
-    return max(0.0, (busy - start[0]) / (wall - start[1]))
+BUSY_PIDS: list[int] = []  # our busy-loop process, while it runs: not "other" load
 
 
 @contextlib.contextmanager
@@ -95,50 +68,29 @@ def busy_core(core: int):
         proc.wait()
 
 
-def actions_for(env, rows: int, rng: np.random.Generator, count: int = 16) -> list[np.ndarray]:
-    space = env.single_action_space
-    if hasattr(space, "n"):
-        return [rng.integers(space.n, size=rows) for _ in range(count)]
-    low, high = space.low, space.high
-    return [
-        rng.uniform(low, high, size=(rows, *space.shape)).astype(space.dtype) for _ in range(count)
-    ]
+class Stepper(harness.Loop):
+    """One env and its timed loop (bench/_harness.py's rules): `rate()` is env steps per
+    second of one timed run."""
+
+    def __init__(self, env, rows: int, step, actions, budget: harness.Budget) -> None:
+        super().__init__(step, actions, rows, budget)
+        self.env = env
 
 
-class Stepper:
-    """One env and its timed loop: `rate(budget)` is env steps per second over one timed run."""
-
-    def __init__(self, env, rows: int, step, actions):
-        self.env, self.rows, self.step, self.actions = env, rows, step, actions
-
-    def rate(self, budget: float) -> float:
-        n, start = 0, time.perf_counter()
-        while True:
-            for a in self.actions:
-                self.step(a)
-            n += len(self.actions)
-            elapsed = time.perf_counter() - start
-            if elapsed >= budget:
-                return n * self.rows / elapsed
-
-
-def sync_stepper(env_id: str, num_envs: int, rng, **kwargs) -> Stepper:
+def sync_stepper(env_id: str, num_envs: int, budget, **kwargs) -> Stepper:
     env = fastbatch.make(env_id, num_envs, seed=0, **kwargs)
     env.reset()
-    return Stepper(env, num_envs, env.step, actions_for(env, num_envs, rng))
+    actions = harness.action_table(env.single_action_space, num_envs)
+    return Stepper(env, num_envs, env.step, actions, budget)
 
 
-def async_stepper(env_id: str, num_envs: int, rng, **kwargs) -> Stepper:
+def async_stepper(env_id: str, num_envs: int, budget, **kwargs) -> Stepper:
     batch = num_envs // 2
     env = fastbatch.make(env_id, num_envs, seed=0, batch_size=batch, **kwargs)
     env.reset()
-    env.send(actions_for(env, num_envs, rng, 1)[0])
-
-    def step(actions):
-        env.recv()
-        env.send(actions)
-
-    return Stepper(env, batch, step, actions_for(env, batch, rng))
+    space = env.single_action_space
+    step = harness.async_cycle(env, harness.action_table(space, num_envs, count=1, seed=1)[0])
+    return Stepper(env, batch, step, harness.action_table(space, batch), budget)
 
 
 class Policy:
@@ -169,7 +121,7 @@ class Policy:
         return np.clip(out, self.space.low, self.space.high).astype(self.space.dtype)
 
 
-def policy_steppers(env_id: str, num_envs: int, rng) -> tuple[Stepper, Stepper]:
+def policy_steppers(env_id: str, num_envs: int, rng, budget) -> tuple[Stepper, Stepper]:
     """(async, sync) steppers whose actions come from a Policy of the last observations."""
     sync = fastbatch.make(env_id, num_envs, seed=0)
     policy = Policy(sync, rng)
@@ -184,35 +136,34 @@ def policy_steppers(env_id: str, num_envs: int, rng) -> tuple[Stepper, Stepper]:
     def async_step(_):
         asyn.send(policy(asyn.recv()[0]))
 
-    none = [None] * 16
-    return Stepper(asyn, num_envs // 2, async_step, none), Stepper(sync, num_envs, sync_step, none)
+    none = [None] * harness.TABLE_SIZE
+    return (
+        Stepper(asyn, num_envs // 2, async_step, none, budget),
+        Stepper(sync, num_envs, sync_step, none, budget),
+    )
 
 
-def compare(a: Stepper, b: Stepper, budget: float, repeats: int, warmup: float):
-    """Alternating timed runs of two steppers; (median rate of a, median rate of b, cores the
-    other processes on the machine used meanwhile)."""
-    a.rate(warmup)
-    b.rate(warmup)
-    rates_a, rates_b = [], []
-    start = cpu_seconds_not_ours()
-    for _ in range(repeats):
-        rates_a.append(a.rate(budget))
-        rates_b.append(b.rate(budget))
-    return statistics.median(rates_a), statistics.median(rates_b), others_load(start)
+def compare(a: Stepper, b: Stepper, repeats: int):
+    """Alternating timed runs of two steppers, after both warm-ups; (median rate of a, median
+    rate of b, cores the other processes on the machine used during the timed runs)."""
+    a.warm_up()
+    b.warm_up()
+    others = harness.OthersCpu(exclude=lambda: BUSY_PIDS)
+    rates = harness.interleaved({"a": a, "b": b}, repeats)
+    return harness.median(rates["a"]), harness.median(rates["b"]), others.cores() or 0.0
 
 
-def fmt(x: float) -> str:
-    return f"{x / 1e6:.2f}M" if x >= 1e6 else f"{x / 1e3:.1f}k"
+fmt = harness.format_rate
 
 
-def sync_section(load: str, budget, repeats, warmup, rng) -> list[dict]:
+def sync_section(load: str, budget, repeats) -> list[dict]:
     rows = []
     for env_id in SYNC_ENVS:
         for n in SIZES:
-            default = sync_stepper(env_id, n, rng)
-            one = sync_stepper(env_id, n, rng, num_workers=1)
+            default = sync_stepper(env_id, n, budget)
+            one = sync_stepper(env_id, n, budget, num_workers=1)
             try:
-                d, o, others = compare(default, one, budget, repeats, warmup)
+                d, o, others = compare(default, one, repeats)
                 active = f"{default.env.active_workers}/{default.env.num_workers}"
             finally:
                 default.env.close()
@@ -221,14 +172,14 @@ def sync_section(load: str, budget, repeats, warmup, rng) -> list[dict]:
             row.update(ratio=d / o, active=active, others_cores=others)
             rows.append(row)
             print(
-                f"{load:<6}{env_id:<14}{n:>6}{fmt(d):>10}{fmt(o):>10}{d / o:>8.2f}x{active:>7}"
-                f"{others:>8.2f}",
+                SYNC_TABLE.row(load, env_id, n, fmt(d), fmt(o), harness.format_ratio(d, o))
+                + f"{active:>7}{others:>8.2f}",
                 flush=True,
             )
     return rows
 
 
-def async_section(budget, repeats, warmup, rng) -> list[dict]:
+def async_section(budget, repeats, rng) -> list[dict]:
     cases = [(e, n, {}) for e in SYNC_ENVS for n in SIZES]
     cases += [(VARIABLE, n, {}) for n in VARIABLE_SIZES]
     cases += [(VARIABLE, n, STALLS) for n in VARIABLE_SIZES]
@@ -236,12 +187,12 @@ def async_section(budget, repeats, warmup, rng) -> list[dict]:
     rows = []
     for env_id, n, params in cases:
         if params == "policy":
-            asyn, sync = policy_steppers(env_id, n, rng)
+            asyn, sync = policy_steppers(env_id, n, rng, budget)
         else:
-            sync = sync_stepper(env_id, n, rng, **params)
-            asyn = async_stepper(env_id, n, rng, **params)
+            sync = sync_stepper(env_id, n, budget, **params)
+            asyn = async_stepper(env_id, n, budget, **params)
         try:
-            a, s, others = compare(asyn, sync, budget, repeats, warmup)
+            a, s, others = compare(asyn, sync, repeats)
         finally:
             sync.env.close()
             asyn.env.close()
@@ -251,31 +202,33 @@ def async_section(budget, repeats, warmup, rng) -> list[dict]:
             | {"others_cores": others}
         )
         print(
-            f"{env_id + case:<30}{n:>6}{n // 2:>6}{fmt(s):>10}{fmt(a):>10}{a / s:>8.2f}x"
-            f"{others:>8.2f}",
+            ASYNC_TABLE.row(env_id + case, n, n // 2, fmt(s), fmt(a), harness.format_ratio(a, s))
+            + f"{others:>8.2f}",
             flush=True,
         )
     return rows
 
 
-def process_rate(num_envs: int, budget, repeats, warmup, rng) -> float:
+def process_rate(num_envs: int, budget, repeats) -> float:
     env = fastbatch.make("CartPole-v1", num_envs, backend="process", seed=0)
     try:
         env.reset()
-        stepper = Stepper(env, num_envs, env.step, actions_for(env, num_envs, rng))
-        stepper.rate(warmup)
-        return statistics.median(stepper.rate(budget) for _ in range(repeats))
+        actions = harness.action_table(env.single_action_space, num_envs)
+        return harness.median(
+            harness.repeated(harness.Loop(env.step, actions, num_envs, budget), repeats)
+        )
     finally:
         env.close()
 
 
 def latency_us(budget, repeats) -> float:
     env = fastbatch.make("CartPole-v1", 1, seed=0)
-    env.reset()
-    stepper = Stepper(env, 1, env.step, [np.array([k % 2]) for k in range(16)])
-    stepper.rate(budget)
-    rate = statistics.median(stepper.rate(budget) for _ in range(repeats))
-    env.close()
+    try:
+        env.reset()
+        actions = harness.action_table(env.single_action_space, 1)
+        rate = harness.median(harness.repeated(harness.Loop(env.step, actions, 1, budget), repeats))
+    finally:
+        env.close()
     return 1e6 / rate
 
 
@@ -294,6 +247,19 @@ def idle_cpu() -> float:
     return used
 
 
+# The ratio's column is 9 wide: "1.28x" right-aligned under "ratio" (the tables of
+# bench/README.md); `active` and `others` follow.
+SYNC_TABLE = harness.Table(
+    ("load", -6), ("env", -14), ("N", 6), ("default", 10), ("1 thread", 10), ("ratio", 9)
+)
+ASYNC_TABLE = harness.Table(
+    ("env (idle)", -30), ("N", 6), ("B", 6), ("sync", 10), ("async", 10), ("ratio", 9)
+)
+PROCESS_TABLE = harness.Table(
+    ("process backend, CartPole-v1", -30), ("N", 6), ("idle", 10), ("busy", 10), ("ratio", 9)
+)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -305,60 +271,47 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default="bench/results/contention.json")
     args = parser.parse_args(argv)
     repeats = args.repeats or (3 if args.quick else 7)
-    budget = args.budget or (0.1 if args.quick else 0.25)
-    warmup = 2 * budget
+    seconds = args.budget or (0.1 if args.quick else 0.25)
+    budget = harness.Budget(seconds)
     sections = set(args.sections.split(","))
     rng = np.random.default_rng(0)
-    available = cores()
-    busy = available[-1]
-    results: dict = {
-        "meta": {
-            "fastbatch": fastbatch.__version__,
-            "cores": len(available),
-            "busy_core": busy,
-            "repeats": repeats,
-            "budget_s": budget,
-            "load_average_at_start": os.getloadavg(),
-        }
-    }
+    busy = harness.core_ids()[-1]
+    run = harness.RunInfo(
+        busy_core=busy, repeats=repeats, budget_s=seconds, sections=sorted(sections)
+    )
+    results: dict = {}
+    print(run.header())
     print(
-        f"fastbatch {fastbatch.__version__}, {len(available)} cores, busy loop on core {busy}, "
-        f"medians of {repeats} x {budget}s (env steps/s); load average at start "
-        + " ".join(f"{x:.2f}" for x in os.getloadavg())
+        f"fastbatch {fastbatch.__version__}, {harness.cores()} cores, busy loop on core {busy}, "
+        f"medians of {repeats} x {seconds}s (env steps/s)"
     )
     if "sync" in sections:
-        print(
-            f"\n{'load':<6}{'env':<14}{'N':>6}{'default':>10}{'1 thread':>10}{'ratio':>9}{'active':>7}"
-            f"{'others':>8}"
-        )
-        rows = sync_section("idle", budget, repeats, warmup, rng)
+        print("\n" + SYNC_TABLE.header() + f"{'active':>7}{'others':>8}")
+        rows = sync_section("idle", budget, repeats)
         with busy_core(busy):
-            rows += sync_section("busy", budget, repeats, warmup, rng)
+            rows += sync_section("busy", budget, repeats)
         results["sync"] = rows
     if "async" in sections:
-        print(
-            f"\n{'env (idle)':<30}{'N':>6}{'B':>6}{'sync':>10}{'async':>10}{'ratio':>9}{'others':>8}"
-        )
-        results["async"] = async_section(budget, repeats, warmup, rng)
+        print("\n" + ASYNC_TABLE.header() + f"{'others':>8}")
+        results["async"] = async_section(budget, repeats, rng)
     if "process" in sections:
-        print(f"\n{'process backend, CartPole-v1':<30}{'N':>6}{'idle':>10}{'busy':>10}{'ratio':>9}")
+        print("\n" + PROCESS_TABLE.header())
         results["process"] = []
         for n in (16, 256):
-            idle = process_rate(n, budget, repeats, warmup, rng)
+            idle = process_rate(n, budget, repeats)
             with busy_core(busy):
-                loaded = process_rate(n, budget, repeats, warmup, rng)
+                loaded = process_rate(n, budget, repeats)
             results["process"].append({"num_envs": n, "idle": idle, "busy": loaded})
-            print(f"{'':<30}{n:>6}{fmt(idle):>10}{fmt(loaded):>10}{loaded / idle:>8.2f}x")
+            ratio = harness.format_ratio(loaded, idle)
+            print(PROCESS_TABLE.row("", n, fmt(idle), fmt(loaded), ratio))
     if "latency" in sections:
         us = latency_us(budget, repeats)
         cpu = idle_cpu()
         results["latency"] = {"us_per_batch_step_1_env": us, "idle_pool_cpu": cpu}
         print(f"\n1-env latency (CartPole): {us:.2f} us per batch step")
         print(f"idle pool (256 envs, default threads): {cpu:.1%} of a core")
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
-    print(f"\nwrote {out}")
+    print("\n" + run.footer())
+    harness.write_json(args.json, run.meta, results)
     return 0
 
 

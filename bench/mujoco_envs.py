@@ -15,7 +15,9 @@ same pre-drawn table of uniform random actions (float32, within the action bound
 Figures are env steps per second over `--repeats` rounds (`--stat`: the median, or the best run,
 which is the least disturbed by other processes on a shared machine); each round times every
 contender once in turn for `--budget` seconds, so many short rounds spread other load over the
-contenders alike. The JSON keeps every run. The ratios
+contenders alike. Timing follows bench/_harness.py: every contender is warmed up for one run's
+length before the first round (the C++ loop's warm-up only sizes its runs: each is a fresh
+pool), and a run lasts at least `--budget` seconds and 32 batch steps. The JSON keeps every run. The ratios
 printed are fb-sync's: over EnvPool, over the C++ loop, over gymnasium's SyncVectorEnv, fb-async
 over fb-sync, and fb-sync over fb-clock (what removing the profiling clock gained).
 gymnasium's envs are timed with the profiling clock that `import mujoco` installs (MuJoCo calls
@@ -26,14 +28,10 @@ it around every stage of mj_step), as its users run them; fastbatch's envs witho
 from __future__ import annotations
 
 import argparse
-import json
-import platform
-import statistics
 import sys
-import time
 import warnings
-from pathlib import Path
 
+import _harness as harness
 import gymnasium
 import mujoco
 import numpy as np
@@ -60,30 +58,26 @@ METHODS = ["cpp-loop", "fb-sync", "fb-async", "fb-clock", "envpool", "gym-sync"]
 CLOCKED = ("fb-clock", "gym-sync")  # timed with the clock `import mujoco` installs
 
 
-def timed(step, table: np.ndarray, budget: float) -> float:
-    """Batch steps per second of `step(actions)` over the table, for about `budget` seconds."""
-    for k in range(2):  # warm up
-        step(table[k])
-    n, start = 0, time.perf_counter()
-    while True:
-        for actions in table:
-            step(actions)
-            n += 1
-            if n % 16 == 0 and time.perf_counter() - start >= budget:
-                return n / (time.perf_counter() - start)
-
-
 class Contender:
-    """One method on one env: `rate(budget)` returns env steps per second."""
+    """One method on one env, timed by the harness: `rate()` returns env steps per second of
+    one timed run, with MuJoCo's profiling clock set as the method's users have it."""
 
-    def __init__(self, method: str, env_id: str, table: np.ndarray, threads: int) -> None:
-        self.method, self.table, self.rows = method, table, table.shape[1]
+    def __init__(
+        self, method: str, env_id: str, table: np.ndarray, threads: int, budget: harness.Budget
+    ) -> None:
+        self.method = method
         num_envs = table.shape[1]
         self.close = lambda: None
         if method == "cpp-loop":
-            self.env_type = REGISTRY.resolve(env_id)[0]
-            self.threads = threads
+            env_type = REGISTRY.resolve(env_id)[0]
+            actions = np.ascontiguousarray(table, dtype=np.float32)
+
+            def run(steps: int) -> float:
+                return _core._native_loop_seconds(env_type, num_envs, steps, 0, threads, actions)
+
+            self.loop = harness.NativeLoop(run, num_envs, budget)
             return
+        rows = num_envs
         if method in ("fb-sync", "fb-clock"):
             env = fastbatch.make(env_id, num_envs, seed=0, num_workers=threads)
             env.reset()
@@ -93,14 +87,9 @@ class Contender:
                 env_id, num_envs, seed=0, num_workers=threads, batch_size=num_envs // 2
             )
             env.reset()
-            env.send(table[0])
-            self.rows = num_envs // 2
-
-            def step(actions):
-                *_, info = env.recv()
-                env.send(actions[info["env_id"]])
-
-            self.step, self.close = step, env.close
+            rows = num_envs // 2
+            self.step, self.close = harness.async_cycle(env, table[0]), env.close
+            table = table[:, :rows]  # the first rows of the same table
         elif method == "envpool":
             import envpool
 
@@ -123,23 +112,27 @@ class Contender:
         else:
             raise ValueError(method)
 
-    def rate(self, budget: float) -> float:
+        self.loop = harness.Loop(self.step, table, rows, budget)
+
+    @property
+    def warm(self) -> bool:
+        return self.loop.warm
+
+    def _set_clock(self) -> None:
         # Each contender runs with MuJoCo's process-wide profiling clock (mjcb_time) as its
         # users get it: gymnasium's envs with the clock `import mujoco` installs, fastbatch's
         # without it (fastbatch.make removes it: fastbatch.mujoco.drop_default_timer).
         mujoco.set_mjcb_time(None)
         if self.method not in CLOCKED:
             fb_mujoco.drop_default_timer()
-        if self.method == "cpp-loop":
-            loop = _core._native_loop_seconds
-            per_step = loop(self.env_type, self.rows, 8, 0, self.threads, self.table) / 8
-            steps = max(8, int(budget / per_step))  # a calibrating run sets the length
-            return (
-                steps
-                * self.rows
-                / loop(self.env_type, self.rows, steps, 0, self.threads, self.table)
-            )
-        return timed(self.step, self.table, budget) * self.rows
+
+    def warm_up(self) -> None:
+        self._set_clock()
+        self.loop.warm_up()
+
+    def rate(self) -> float:
+        self._set_clock()
+        return self.loop.rate()
 
 
 def available(method: str) -> bool:
@@ -155,28 +148,16 @@ def available(method: str) -> bool:
 def measure(env_id, methods, num_envs, threads, budget, repeats) -> dict[str, list[float]]:
     """Every timed rate of every contender (`repeats` each, interleaved round by round)."""
     space = fastbatch.spec(env_id).action_space
-    rng = np.random.default_rng(0)
-    table = rng.uniform(space.low, space.high, (64, num_envs, *space.shape)).astype(np.float32)
-    contenders = [Contender(m, env_id, table, threads) for m in methods if available(m)]
-    rates: dict[str, list[float]] = {c.method: [] for c in contenders}
+    table = harness.action_table(space, num_envs, count=64)
+    contenders = {}
     try:
-        for _ in range(repeats):
-            for c in contenders:
-                rates[c.method].append(c.rate(budget))
+        for m in methods:
+            if available(m):
+                contenders[m] = Contender(m, env_id, table, threads, budget)
+        return harness.interleaved(contenders, repeats)
     finally:
-        for c in contenders:
+        for c in contenders.values():
             c.close()
-    return rates
-
-
-def fmt(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"{x / 1e3:.1f}k" if x >= 1e3 else f"{x:.0f}"
-
-
-def ratio(a: float | None, b: float | None) -> str:
-    return "-" if not a or not b else f"{a / b:.2f}x"
 
 
 def main(argv=None) -> int:
@@ -199,52 +180,44 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     fb_mujoco.register()
     methods = [m for m in args.methods.split(",") if m]
+    budget = harness.Budget(args.budget)
+    run = harness.RunInfo(
+        packages=("mujoco", "envpool"),
+        num_envs=args.num_envs,
+        threads=args.threads,
+        repeats=args.repeats,
+        budget_s=args.budget,
+        stat=args.stat,
+    )
     names = ("fb/envpool", "fb/cpp-loop", "fb/gym-sync", "async/sync", "sync/clock")
-    header = f"{'env':<27}" + "".join(f"{m:>11}" for m in methods)
-    header += "".join(f"{n:>13}" for n in names)
+    table = harness.Table(("env", -27), *((m, 11) for m in methods), *((n, 13) for n in names))
+    print(run.header())
     print(
-        f"fastbatch {fastbatch.__version__}, mujoco {fb_mujoco._mujoco()[0]}, "
+        f"fastbatch {fastbatch.__version__}, mujoco {harness.package_version('mujoco')}, "
         f"{args.num_envs} envs, {args.threads} threads, {args.stat} of {args.repeats} x "
         f"{args.budget}s (env steps/s)"
     )
-    print(header)
-    print("-" * len(header))
+    print(table.header())
+    print(table.rule())
     results = []
+    stat = harness.median if args.stat == "median" else max
     for env_id in [e for e in args.envs.split(",") if e]:
-        rates = measure(env_id, methods, args.num_envs, args.threads, args.budget, args.repeats)
-        stat = statistics.median if args.stat == "median" else max
+        rates = measure(env_id, methods, args.num_envs, args.threads, budget, args.repeats)
         row = {m: stat(r) for m, r in rates.items()}
         fb = row.get("fb-sync")
         ratios = [
-            ratio(fb, row.get("envpool")),
-            ratio(fb, row.get("cpp-loop")),
-            ratio(fb, row.get("gym-sync")),
-            ratio(row.get("fb-async"), fb),
-            ratio(fb, row.get("fb-clock")),
+            harness.format_ratio(fb, row.get("envpool")),
+            harness.format_ratio(fb, row.get("cpp-loop")),
+            harness.format_ratio(fb, row.get("gym-sync")),
+            harness.format_ratio(row.get("fb-async"), fb),
+            harness.format_ratio(fb, row.get("fb-clock")),
         ]
-        print(
-            f"{env_id:<27}"
-            + "".join(f"{fmt(row.get(m)):>11}" for m in methods)
-            + "".join(f"{r:>13}" for r in ratios),
-            flush=True,
-        )
+        cells = [harness.format_rate(row.get(m)) for m in methods]
+        print(table.row(env_id, *cells, *ratios), flush=True)
         results.append({"env": env_id, args.stat: row, "runs": rates})
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {
-        "fastbatch": fastbatch.__version__,
-        "mujoco": fb_mujoco._mujoco()[0],
-        "gymnasium": gymnasium.__version__,
-        "python": sys.version.split()[0],
-        "machine": platform.machine(),
-        "num_envs": args.num_envs,
-        "threads": args.threads,
-        "repeats": args.repeats,
-        "budget_s": args.budget,
-        "stat": args.stat,
-    }
-    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
-    print(f"\nwrote {out}")
+    print(run.footer())
+    print()
+    harness.write_json(args.json, run.meta, results)
     return 0
 
 

@@ -4,21 +4,21 @@
 
 Builds bench/plugin_cartpole (the built-in CartPole source, compiled out of tree with the
 installed CMake package, as a user would), then times both in alternation: the C++ loop with
-no Python (1 thread) and fastbatch.make(...).step at 256 and 4096 envs. Prints medians and the
-plugin/built-in ratio; the target is a ratio of at least 0.9.
+no Python (1 thread; a fresh pool each run) and fastbatch.make(...).step at 256 and 4096 envs,
+each timed run under bench/_harness.py's rules (a warm-up of one run's length, then at least
+the budget and 32 batch steps). Prints medians and the plugin/built-in ratio; the target is a
+ratio of at least 0.9.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import numpy as np
+import _harness as harness
 
 import fastbatch
 from fastbatch import _core
@@ -44,18 +44,18 @@ def build_plugin(folder: Path) -> Path:
     return next(folder.glob("libcartpole_plugin.*"))
 
 
-def python_rate(env_id: str, num_envs: int, budget: float) -> float:
-    env = fastbatch.make(env_id, num_envs=num_envs, seed=0)
+def python_loop(env, budget: harness.Budget) -> harness.Loop:
+    """`env.step` over a table of random actions, timed by the harness."""
     env.reset()
-    actions = [np.random.default_rng(i).integers(2, size=num_envs) for i in range(16)]
-    n, start = 0, time.perf_counter()
-    while time.perf_counter() - start < budget:
-        for a in actions:
-            env.step(a)
-        n += len(actions)
-    rate = n * num_envs / (time.perf_counter() - start)
-    env.close()
-    return rate
+    actions = harness.action_table(env.single_action_space, env.num_envs)
+    return harness.Loop(env.step, actions, env.num_envs, budget)
+
+
+def native_loop(env_type, num_envs: int, budget: harness.Budget) -> harness.NativeLoop:
+    """The C++ loop (1 thread) over `num_envs` envs of `env_type`, timed by the harness."""
+    return harness.NativeLoop(
+        lambda steps: _core._native_loop_seconds(env_type, num_envs, steps), num_envs, budget
+    )
 
 
 def main(argv=None) -> int:
@@ -64,33 +64,40 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    repeats, budget = (5, 0.2) if args.quick else (11, 0.5)
+    repeats, seconds = (5, 0.2) if args.quick else (11, 0.5)
+    budget = harness.Budget(seconds)
+    run = harness.RunInfo(repeats=repeats, budget_s=seconds, quick=args.quick)
+    print(run.header())
     with tempfile.TemporaryDirectory() as tmp:
         library = build_plugin(Path(tmp))
         fastbatch.register_native_env("PluginCartPole-v1", library, replace=True)
         (plugin_type,) = _core._load_plugin(str(library))
     builtin_type = _core._builtin_env_types()["CartPole-v1"]
 
-    print(f"{'measure':<34}{'built-in':>12}{'plugin':>12}{'ratio':>8}")
+    table = harness.Table(("measure", -34), ("built-in", 12), ("plugin", 12), ("ratio", 8))
+    print(table.header())
     for num_envs in (256, 4096):
-        steps = 4_000_000 // num_envs
-        loop = {"built-in": [], "plugin": []}
-        py = {"built-in": [], "plugin": []}
-        for _ in range(repeats):  # alternate, so drift in machine load hits both alike
-            for name, env_type, env_id in (
-                ("built-in", builtin_type, "CartPole-v1"),
-                ("plugin", plugin_type, "PluginCartPole-v1"),
-            ):
-                loop[name].append(
-                    num_envs * steps / _core._native_loop_seconds(env_type, num_envs, steps)
-                )
-                py[name].append(python_rate(env_id, num_envs, budget))
-        for label, data in (
-            (f"C++ loop, 1 thread, {num_envs} envs", loop),
-            (f"fastbatch.make, {num_envs} envs", py),
+        envs = {
+            "built-in": fastbatch.make("CartPole-v1", num_envs=num_envs, seed=0),
+            "plugin": fastbatch.make("PluginCartPole-v1", num_envs=num_envs, seed=0),
+        }
+        types = {"built-in": builtin_type, "plugin": plugin_type}
+        contenders: dict[str, harness.Timed] = {}
+        for name in envs:  # alternate, so drift in machine load hits both alike
+            contenders[f"loop {name}"] = native_loop(types[name], num_envs, budget)
+            contenders[f"py {name}"] = python_loop(envs[name], budget)
+        try:
+            rates = harness.medians(harness.interleaved(contenders, repeats))
+        finally:
+            for env in envs.values():
+                env.close()
+        for label, kind in (
+            (f"C++ loop, 1 thread, {num_envs} envs", "loop"),
+            (f"fastbatch.make, {num_envs} envs", "py"),
         ):
-            b, p = statistics.median(data["built-in"]), statistics.median(data["plugin"])
-            print(f"{label:<34}{b / 1e6:>11.2f}M{p / 1e6:>11.2f}M{p / b:>8.3f}")
+            b, p = rates[f"{kind} built-in"], rates[f"{kind} plugin"]
+            print(table.row(label, harness.format_rate(b), harness.format_rate(p), f"{p / b:.3f}"))
+    print(run.footer())
     return 0
 
 

@@ -21,18 +21,22 @@ faster setting is compared). SB3 runs stop at the threshold, or after `--sb3-tim
 seconds (then the row says how far they got: a lower bound on their time to the threshold).
 `--workers N` trains each fastbatch run with N data-parallel worker processes on this host
 (`fastbatch train --workers N`; steps count every worker's), in place of one process.
+
+Training runs are their own loop; medians and the run's metadata (printed first and kept in
+the JSON) are bench/_harness.py's.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import _harness as harness
 
 THRESHOLDS = {
     "CartPole-v1": 475.0,
@@ -248,11 +252,6 @@ def run_sb3(env_id: str, seed: int, threads: int, time_limit: float) -> dict | N
     }
 
 
-def median_or_none(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -277,6 +276,11 @@ def main(argv=None) -> int:
     from fastbatch.ppo import PRESETS
 
     args.presets = args.presets or "cartpole,pendulum,acrobot,mountaincar_continuous"
+    run = harness.RunInfo(
+        packages=("tensorflow", "stable_baselines3", "sb3_contrib", "torch"),
+        **{k: v for k, v in vars(args).items() if k not in ("mujoco", "steps", "json")},
+    )
+    print(run.header(), flush=True)
     report = []
     for preset in args.presets.split(","):
         env_id = PRESETS[preset].env_id
@@ -298,15 +302,15 @@ def main(argv=None) -> int:
         }
         line = (
             f"{label:<24} fastbatch: {sum(r['steps_to_threshold'] is not None for r in ours)}/{len(seeds)} reached,"
-            f" median {median_or_none([r['seconds_to_threshold'] for r in ours])} s /"
-            f" {median_or_none([r['steps_to_threshold'] for r in ours])} steps,"
+            f" median {harness.median([r['seconds_to_threshold'] for r in ours])} s /"
+            f" {harness.median([r['steps_to_threshold'] for r in ours])} steps,"
             f" final {[round(r['final_return'], 1) for r in ours]}"
         )
         if theirs:
             best = min(
                 theirs,
                 key=lambda k: (
-                    median_or_none([r["seconds_to_threshold"] for r in theirs[k]]) or math.inf
+                    harness.median([r["seconds_to_threshold"] for r in theirs[k]]) or math.inf
                 ),
             )
             row["sb3"] = theirs
@@ -315,8 +319,8 @@ def main(argv=None) -> int:
             line += (
                 f"\n{'':<24} SB3 ({best} thread{'s' if best > 1 else ''}): "
                 f"{sum(r['steps_to_threshold'] is not None for r in sb3)}/{len(seeds)} reached, median "
-                f"{median_or_none([r['seconds_to_threshold'] for r in sb3])} s /"
-                f" {median_or_none([r['steps_to_threshold'] for r in sb3])} steps"
+                f"{harness.median([r['seconds_to_threshold'] for r in sb3])} s /"
+                f" {harness.median([r['steps_to_threshold'] for r in sb3])} steps"
             )
             for r in sb3:
                 if r["timed_out"]:
@@ -326,10 +330,8 @@ def main(argv=None) -> int:
                     )
         print(line, flush=True)
         report.append(row)
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2))
-    print(f"wrote {out}")
+    print(run.footer())
+    harness.write_json(args.json, run.meta, report)
     return 0
 
 

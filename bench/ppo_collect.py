@@ -10,15 +10,17 @@
    `policy=mlp` (the same heads, no core), at 8 and 64 envs, through the rollout op, side by
    side. Target: GRU collection at most 2x the MLP's per batch step.
 
-Medians of 10 rollouts after a warm-up (tracing excluded).
+Medians of 10 rollouts after a warm-up (tracing excluded): this script keeps its own loop (one
+timed collection and update a rollout); medians, formatting and the run's metadata are
+bench/_harness.py's.
 """
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 
+import _harness as harness
 import tensorflow as tf
 
 import fastbatch.ppo  # noqa: F401 - first: it sets TensorFlow's start-up options
@@ -46,13 +48,15 @@ def measure(preset: str, use_op: bool = True, **changes) -> tuple[str, float, fl
         collect.append((t1 - t0) / config.rollout_steps)
         update.append(t2 - t1)
     env.close()
-    return path, statistics.median(collect) * 1e6, statistics.median(update) * 1e3
+    return path, harness.median(collect) * 1e6, harness.median(update) * 1e3
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     tf.config.threading.set_inter_op_parallelism_threads(1)  # as `fastbatch train` does
     tf.config.threading.set_intra_op_parallelism_threads(1)
+    run = harness.RunInfo(packages=("tensorflow",), memory_only="--memory-only" in argv)
+    print(run.header())
     if "--memory-only" not in argv:
         print(f"{'envs':>5} {'path':<16} {'collect us/batch step':>22} {'update ms':>10}")
         for num_envs in (8, 64):
@@ -74,10 +78,11 @@ def main(argv=None) -> int:
         for _ in range(3):  # alternated, so that both see the same load on a busy machine
             gru.append(measure("cartpole_novel", num_envs=num_envs))
             mlp.append(measure("cartpole_novel", num_envs=num_envs, policy="mlp"))
-        g = statistics.median(r[1] for r in gru)
-        m = statistics.median(r[1] for r in mlp)
-        u = statistics.median(r[2] for r in gru)
+        g = harness.median(r[1] for r in gru)
+        m = harness.median(r[1] for r in mlp)
+        u = harness.median(r[2] for r in gru)
         print(f"{num_envs:>5} {g:>12.1f} {m:>12.1f} {g / m:>6.2f} {u:>14.1f}", flush=True)
+    print(run.footer())
     return 0
 
 

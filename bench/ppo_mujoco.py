@@ -13,17 +13,19 @@ preset.
 
 Published anchors at 1M env steps (not rerun here): rl-baselines3-zoo PPO (one run each, its
 benchmark table) and CleanRL's `ppo_continuous_action.py` (its documented results).
+
+Training runs are their own loop; medians and the run's metadata (printed first, and the JSON's
+``meta`` beside its ``results``, the runs) are bench/_harness.py's.
 """
 
 from __future__ import annotations
 
-import json
-import statistics
 import tempfile
 import time
 import warnings
 from pathlib import Path
 
+import _harness as harness
 import numpy as np
 
 PRESETS = ("halfcheetah", "hopper", "walker2d", "ant", "humanoid")
@@ -65,11 +67,6 @@ def run_one(preset: str, seed: int, steps: int | None, overrides: list[str]) -> 
     }
 
 
-def _median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
 def _fmt(value, digits=0):
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -86,9 +83,9 @@ def table(runs: list[dict]) -> str:
         per_seed = ", ".join(f"{r['seed']}: {_fmt(r['eval_return'])}" for r in rs)
         lines.append(
             f"| {preset} | {rs[0]['env_steps']} | {per_seed} "
-            f"| {_fmt(_median([r['eval_return'] for r in rs]))} | {_fmt(zoo)} | {_fmt(cleanrl)} "
-            f"| {_fmt(_median([r['seconds'] for r in rs]))} "
-            f"| {_fmt(_median([r['steps_per_second'] for r in rs]))} |"
+            f"| {_fmt(harness.median([r['eval_return'] for r in rs]))} | {_fmt(zoo)} | {_fmt(cleanrl)} "
+            f"| {_fmt(harness.median([r['seconds'] for r in rs]))} "
+            f"| {_fmt(harness.median([r['steps_per_second'] for r in rs]))} |"
         )
     return "\n".join(lines)
 
@@ -129,6 +126,14 @@ def plot(runs: list[dict], png: Path) -> None:
 def main(presets: list[str], seeds: list[int], steps: int | None, overrides: list[str]) -> int:
     results = Path("bench/results")
     results.mkdir(parents=True, exist_ok=True)
+    run_info = harness.RunInfo(
+        packages=("tensorflow", "mujoco"),
+        presets=presets,
+        seeds=seeds,
+        steps=steps,
+        set=overrides,
+    )
+    print(run_info.header(), flush=True)
     runs = []
     for preset in presets:
         for seed in seeds:
@@ -141,8 +146,9 @@ def main(presets: list[str], seeds: list[int], steps: int | None, overrides: lis
             )
             runs.append(run)
             # Written after every run, so an interrupted sweep keeps what it measured.
-            (results / "ppo_mujoco.json").write_text(json.dumps(runs))
+            harness.write_json(results / "ppo_mujoco.json", run_info.finish(), runs, announce=False)
             (results / "ppo_mujoco.md").write_text(table(runs) + "\n")
             plot(runs, Path("bench/ppo_mujoco.png"))
     print(table(runs))
+    print(run_info.footer())
     return 0

@@ -7,15 +7,17 @@ rollout each, then calls the update on that rollout in alternating rounds (so ma
 falls on both alike) and prints milliseconds per update: median, min and max over the rounds,
 after one untimed call that traces and compiles. The update here is the whole graph call
 (`Agent._update_call`: `_update`, or it compiled by XLA): GAE, the reward
-scaling and epochs x minibatches of gradient steps.
+scaling and epochs x minibatches of gradient steps. Its loop is its own (rounds of whole
+updates); medians and the run's metadata are bench/_harness.py's.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
+
+import _harness as harness
 
 
 def main(argv=None) -> int:
@@ -33,6 +35,10 @@ def main(argv=None) -> int:
     from fastbatch.ppo.train import make_env
 
     base = resolve(args.preset, args.set)
+    run = harness.RunInfo(
+        packages=("tensorflow",), preset=args.preset, rounds=args.rounds, set=args.set
+    )
+    print(run.header())
     for threads, setter in (
         (base.tf_inter_op_threads, tf.config.threading.set_inter_op_parallelism_threads),
         (base.tf_intra_op_threads, tf.config.threading.set_intra_op_parallelism_threads),
@@ -66,13 +72,14 @@ def main(argv=None) -> int:
         f"{base.minibatches} minibatches, layers {base.policy_layers}; {args.rounds} rounds"
     )
     for name, values in times.items():
-        median = statistics.median(values)
+        median = harness.median(values)
         print(
             f"{name:>6}: median {median:7.1f} ms/update ({median / steps:.3f} ms/minibatch), "
             f"min {min(values):.1f}, max {max(values):.1f}"
         )
     for agent, _ in calls.values():
         agent.rollout.env.close()
+    print(run.footer())
     return 0
 
 

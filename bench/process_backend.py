@@ -11,16 +11,17 @@ Rows:
   CartPole-v1, 16 envs      the same, for a cheap pure-Python env
   no-op env, 16 envs        an env whose step does nothing: the time per batch step is the
                             backend's own overhead (IPC, copies, wake-ups)
-Figures are env steps/s and microseconds per batch step, medians of repeated timed runs.
+Figures are env steps/s and microseconds per batch step, medians of repeated timed runs under
+bench/_harness.py's rules (each env warmed up for one run's length, then runs of at least the
+budget and 32 batch steps), printed after the run's metadata.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 
+import _harness as harness
 import gymnasium
 import numpy as np
 
@@ -43,20 +44,10 @@ class NoOpEnv(gymnasium.Env):
         return self._obs, 0.0, False, False, {}
 
 
-def rate(env, actions, budget: float, repeats: int) -> float:
-    """Median batch steps per second."""
+def rate(env, actions, budget: harness.Budget, repeats: int) -> float:
+    """Median batch steps per second of `repeats` timed runs (bench/_harness.py's rules)."""
     env.reset(seed=0)
-    for a in actions[:4]:
-        env.step(a)
-    rates = []
-    for _ in range(repeats):
-        n, start = 0, time.perf_counter()
-        while time.perf_counter() - start < budget:
-            for a in actions:
-                env.step(a)
-            n += len(actions)
-        rates.append(n / (time.perf_counter() - start))
-    return statistics.median(rates)
+    return harness.median(harness.repeated(harness.Loop(env.step, actions, 1, budget), repeats))
 
 
 def main(argv=None) -> int:
@@ -67,18 +58,27 @@ def main(argv=None) -> int:
     parser.add_argument("--num-envs", type=int, default=16)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args(argv)
-    repeats, budget = (3, 0.5) if args.quick else (5, 1.5)
+    repeats, seconds = (3, 0.5) if args.quick else (5, 1.5)
+    budget = harness.Budget(seconds)
     n = args.num_envs
+    run = harness.RunInfo(
+        packages=("mujoco",), num_envs=n, workers=args.workers, repeats=repeats, budget_s=seconds
+    )
+    table = harness.Table(
+        ("env", -18), ("method", -22), ("steps/s", 12), ("us/batch step", 15), ("vs sync", 9)
+    )
 
     cases = [
         ("HalfCheetah-v5", "HalfCheetah-v5"),
         ("CartPole-v1", "CartPole-v1"),
         ("no-op env", NoOpEnv),
     ]
+    print(run.header())
     print(
-        f"{n} envs, fastbatch process backend with {args.workers} workers; medians of {repeats} x {budget}s"
+        f"{n} envs, fastbatch process backend with {args.workers} workers; medians of {repeats} x "
+        f"{seconds}s"
     )
-    print(f"{'env':<18}{'method':<22}{'steps/s':>12}{'us/batch step':>15}{'vs sync':>9}")
+    print(table.header())
     for label, env in cases:
         factory = (lambda env=env: gymnasium.make(env)) if isinstance(env, str) else env
         try:
@@ -87,9 +87,7 @@ def main(argv=None) -> int:
             print(f"{label:<18}skipped: {type(exc).__name__}: {exc}")
             continue
         probe = factory()
-        space = gymnasium.vector.utils.batch_space(probe.action_space, n)
-        space.seed(0)
-        actions = [space.sample() for _ in range(16)]
+        actions = harness.action_table(probe.action_space, n)
         probe.close()
         methods = {
             "fastbatch processes": lambda factory=factory: fastbatch.make(
@@ -111,8 +109,9 @@ def main(argv=None) -> int:
             finally:
                 env.close()
         for name, r in rates.items():
-            ratio = r / rates["gymnasium Sync"]
-            print(f"{label:<18}{name:<22}{r * n:>12,.0f}{1e6 / r:>15.1f}{ratio:>8.2f}x", flush=True)
+            ratio = harness.format_ratio(r, rates["gymnasium Sync"])
+            print(table.row(label, name, harness.format_rate(r * n), f"{1e6 / r:.1f}", ratio))
+    print(run.footer())
     return 0
 
 

@@ -5,7 +5,8 @@ against SB3's own DummyVecEnv over Monitor-wrapped gymnasium CartPole, one run e
 
 Needs `pip install torch==2.13.0 stable-baselines3` (or the `sb3` extra). PPO uses the
 rl-baselines3-zoo CartPole-v1 hyperparameters (8 envs, as bench/ppo.py). Reported per vec env:
-the env alone through SB3's VecEnv API (random actions: steps/s), then PPO's FPS over the whole
+the env alone through SB3's VecEnv API (random actions: steps/s, the median of 3 timed runs of
+0.25 s under bench/_harness.py's rules), then PPO's FPS over the whole
 `learn()` (as SB3 logs it: env steps / wall seconds), the mean return of the last 100 training
 episodes, and the deterministic evaluation return over 20 episodes.
 """
@@ -13,13 +14,13 @@ episodes, and the deterministic evaluation return over 20 episodes.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # SB3's logger imports TensorBoard
 
+import _harness as harness
 import gymnasium
 import numpy as np
 import torch
@@ -52,18 +53,22 @@ def make_vec_env(kind: str):
     return DummyVecEnv([lambda: Monitor(gymnasium.make("CartPole-v1")) for _ in range(N_ENVS)])
 
 
-def env_rate(kind: str, steps: int = 20_000) -> float:
-    """Env steps/s through the VecEnv API with random actions (no learning)."""
+ENV_BUDGET = harness.Budget(0.25)  # the env-alone runs
+ENV_REPEATS = 3
+
+
+def env_rate(kind: str) -> float:
+    """Env steps/s through the VecEnv API with random actions (no learning): the median of
+    ENV_REPEATS timed runs of ENV_BUDGET (bench/_harness.py's rules)."""
     env = make_vec_env(kind)
-    env.seed(0)
-    env.reset()
-    actions = np.random.default_rng(0).integers(0, 2, size=(steps // N_ENVS, N_ENVS))
-    start = time.perf_counter()
-    for a in actions:
-        env.step(a)
-    seconds = time.perf_counter() - start
-    env.close()
-    return steps / seconds
+    try:
+        env.seed(0)
+        env.reset()
+        actions = harness.action_table(gymnasium.spaces.Discrete(2), N_ENVS)
+        loop = harness.Loop(env.step, actions, N_ENVS, ENV_BUDGET)
+        return harness.median(harness.repeated(loop, ENV_REPEATS))
+    finally:
+        env.close()
 
 
 def ppo_run(kind: str, steps: int, seed: int) -> dict[str, float]:
@@ -91,6 +96,13 @@ def main() -> int:
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     torch.set_num_threads(args.torch_threads)
+    run = harness.RunInfo(
+        packages=("stable_baselines3", "torch"),
+        steps=args.steps,
+        seed=args.seed,
+        torch_threads=args.torch_threads,
+    )
+    print(run.header())
     results = {}
     for kind in ("fastbatch native", "DummyVecEnv"):
         results[kind] = {"env_steps_per_s": env_rate(kind), **ppo_run(kind, args.steps, args.seed)}
@@ -98,18 +110,29 @@ def main() -> int:
         f"SB3 PPO, CartPole-v1, {N_ENVS} envs, {args.steps} steps, seed {args.seed}, "
         f"{args.torch_threads} torch thread(s)"
     )
-    print(
-        f"{'vec env':<18}{'env steps/s':>12}{'PPO FPS':>10}{'seconds':>9}"
-        f"{'train return':>14}{'eval return':>13}"
+    table = harness.Table(
+        ("vec env", -18),
+        ("env steps/s", 12),
+        ("PPO FPS", 10),
+        ("seconds", 9),
+        ("train return", 14),
+        ("eval return", 13),
     )
+    print(table.header())
     for kind, r in results.items():
         print(
-            f"{kind:<18}{r['env_steps_per_s']:>12,.0f}{r['fps']:>10,.0f}{r['seconds']:>9.1f}"
-            f"{r['train_return']:>14.1f}{r['eval_return']:>13.1f}"
+            table.row(
+                kind,
+                harness.format_rate(r["env_steps_per_s"]),
+                harness.format_rate(r["fps"]),
+                f"{r['seconds']:.1f}",
+                f"{r['train_return']:.1f}",
+                f"{r['eval_return']:.1f}",
+            )
         )
+    print(run.footer())
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+        harness.write_json(args.json, run.meta, results)
     return 0
 
 

@@ -12,24 +12,21 @@ Methods (columns):
   gym-sync      gymnasium.vector.SyncVectorEnv over gymnasium's own envs
   gym-async     gymnasium.vector.AsyncVectorEnv (only up to 16 envs: one process per env)
 
-Every figure is env steps per second (batch steps x num_envs), the median of repeated timed
-runs; actions are drawn before timing. Results are printed as a table and written as JSON.
+Every figure is env steps per second (batch steps x num_envs), the median of `--repeats` timed
+runs of `--budget` seconds each under bench/_harness.py's rules (a warm-up of one run's length
+first; whole passes over a pre-drawn action table until both the time and 32 batch steps are
+done; the C++ loop sized to last as long). Results are printed as a table, with the run's
+metadata, and written as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import statistics
 import sys
-import time
 import warnings
-from pathlib import Path
 
+import _harness as harness
 import gymnasium
-import numpy as np
 
 import fastbatch
 from fastbatch import _core
@@ -45,38 +42,6 @@ METHODS = [
     "gym-sync",
     "gym-async",
 ]
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-def action_table(
-    space: gymnasium.spaces.Space, num_envs: int, rng: np.random.Generator, count: int = 16
-):
-    if isinstance(space, gymnasium.spaces.Discrete):
-        return [rng.integers(space.n, size=num_envs) for _ in range(count)]
-    return [
-        rng.uniform(space.low, space.high, size=(num_envs, *space.shape)).astype(space.dtype)
-        for _ in range(count)
-    ]
-
-
-def time_steps(step, actions, budget: float) -> float:
-    """Steps until `budget` seconds pass; returns batch steps per second."""
-    for a in actions[:4]:  # warm up
-        step(a)
-    n, start = 0, time.perf_counter()
-    while True:
-        for a in actions:
-            step(a)
-        n += len(actions)
-        elapsed = time.perf_counter() - start
-        if elapsed >= budget:
-            return n / elapsed
 
 
 def make_stepper(method: str, env_id: str, num_envs: int, threads: int):
@@ -98,13 +63,8 @@ def make_stepper(method: str, env_id: str, num_envs: int, threads: int):
             env_id, num_envs=num_envs, batch_size=batch, seed=0, num_workers=threads
         )
         env.reset()
-        env.send(action_table(env.single_action_space, num_envs, np.random.default_rng(1), 1)[0])
-
-        def step(actions):
-            env.recv()
-            env.send(actions)
-
-        return step, env.close, batch
+        first = harness.action_table(env.single_action_space, num_envs, count=1, seed=1)[0]
+        return harness.async_cycle(env, first), env.close, batch
     if method == "envpool":
         try:
             import envpool
@@ -139,37 +99,25 @@ def make_stepper(method: str, env_id: str, num_envs: int, threads: int):
     raise ValueError(method)
 
 
-def measure(method, env_id, num_envs, threads, budget, repeats, rng):
-    space = fastbatch.spec(env_id).action_space
+def measure(method, env_id, num_envs, threads, budget: harness.Budget, repeats) -> float | None:
+    """Median env steps/s of `repeats` timed runs of one method (the harness's rules), or None
+    when the method does not apply or is not installed."""
     if method == "native-loop":
         env_type = _core._builtin_env_types()[env_id]
-        steps = max(1, int(2_000_000 / num_envs))
-        _core._native_loop_seconds(env_type, num_envs, max(1, steps // 10))  # warm up
-        rates = []
-        for _ in range(repeats):
-            seconds = _core._native_loop_seconds(env_type, num_envs, steps)
-            rates.append(steps / seconds)
-        return statistics.median(rates) * num_envs
+        loop = harness.NativeLoop(
+            lambda steps: _core._native_loop_seconds(env_type, num_envs, steps), num_envs, budget
+        )
+        return harness.median(harness.repeated(loop, repeats))
     stepper = make_stepper(method, env_id, num_envs, threads)
     if stepper is None:
         return None
     step, close, rows = stepper
     try:
-        actions = action_table(space, rows, rng)
-        rates = [time_steps(step, actions, budget) for _ in range(repeats)]
+        actions = harness.action_table(fastbatch.spec(env_id).action_space, rows)
+        rates = harness.repeated(harness.Loop(step, actions, rows, budget), repeats)
     finally:
         close()
-    return statistics.median(rates) * rows
-
-
-def fmt(x: float | None) -> str:
-    if x is None:
-        return "-"
-    if x >= 1e6:
-        return f"{x / 1e6:.2f}M"
-    if x >= 1e3:
-        return f"{x / 1e3:.1f}k"
-    return f"{x:.0f}"
+    return harness.median(rates)
 
 
 def main(argv=None) -> int:
@@ -187,58 +135,49 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--budget", type=float, default=None, help="seconds per timed run")
     parser.add_argument(
-        "--threads", type=int, default=cores(), help="threads for fastbatch and envpool"
+        "--threads", type=int, default=harness.cores(), help="threads for fastbatch and envpool"
     )
     parser.add_argument(
         "--json", default="bench/results/throughput.json", help="where to write the results"
     )
     args = parser.parse_args(argv)
     repeats = args.repeats or (3 if args.quick else 5)
-    budget = args.budget or (0.1 if args.quick else 0.4)
+    seconds = args.budget or (0.1 if args.quick else 0.4)
+    budget = harness.Budget(seconds)
     env_ids = [e for e in args.envs.split(",") if e]
     sizes = [int(n) for n in args.num_envs.split(",") if n]
     methods = [m for m in args.methods.split(",") if m]
-    rng = np.random.default_rng(0)
+    run = harness.RunInfo(
+        packages=("envpool",),
+        threads=args.threads,
+        repeats=repeats,
+        budget_s=seconds,
+        quick=args.quick,
+    )
 
     results = []
-    header = f"{'env':<26}{'N':>6}" + "".join(f"{m:>14}" for m in methods) + f"{'us/step':>10}"
+    table = harness.Table(("env", -26), ("N", 6), *((m, 14) for m in methods), ("us/step", 10))
+    print(run.header())
     print(
-        f"fastbatch {fastbatch.__version__}, {args.threads} threads, medians of {repeats} x {budget}s (env steps/s)"
+        f"fastbatch {fastbatch.__version__}, {args.threads} threads, medians of {repeats} x "
+        f"{seconds}s (env steps/s)"
     )
-    print(header)
-    print("-" * len(header))
+    print(table.header())
+    print(table.rule())
     for env_id in env_ids:
         for n in sizes:
             row = {"env": env_id, "num_envs": n}
             for method in methods:
-                row[method] = measure(method, env_id, n, args.threads, budget, repeats, rng)
+                row[method] = measure(method, env_id, n, args.threads, budget, repeats)
             best = row.get("fastbatch-1t") if n == 1 else row.get("fastbatch")
             row["fastbatch_us_per_batch_step"] = (n / best * 1e6) if best else None
             results.append(row)
             us = row["fastbatch_us_per_batch_step"]
-            print(
-                f"{env_id:<26}{n:>6}"
-                + "".join(f"{fmt(row[m]):>14}" for m in methods)
-                + (f"{us:>10.2f}" if us else f"{'-':>10}"),
-                flush=True,
-            )
-
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {
-        "fastbatch": fastbatch.__version__,
-        "gymnasium": gymnasium.__version__,
-        "numpy": np.__version__,
-        "python": sys.version.split()[0],
-        "machine": platform.machine(),
-        "cores": cores(),
-        "threads": args.threads,
-        "repeats": repeats,
-        "budget_s": budget,
-        "quick": args.quick,
-    }
-    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
-    print(f"\nwrote {out}")
+            cells = [harness.format_rate(row[m]) for m in methods]
+            print(table.row(env_id, n, *cells, f"{us:.2f}" if us else None), flush=True)
+    print(run.footer())
+    print()
+    harness.write_json(args.json, run.meta, results)
     return 0
 
 
