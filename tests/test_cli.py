@@ -83,7 +83,7 @@ def test_train_prints_no_tensorflow_startup_noise(run):
 
 
 def test_an_explicit_tf_log_level_wins():
-    probe = "from fastbatch import cli; cli._import_trainer(); import os; print(os.environ['TF_CPP_MIN_LOG_LEVEL'])"
+    probe = "from fastbatch._tf_log import quiet_import; quiet_import('fastbatch.ppo'); import os; print(os.environ['TF_CPP_MIN_LOG_LEVEL'])"
     ours = subprocess.run(
         [sys.executable, "-c", probe],
         capture_output=True,

@@ -354,7 +354,7 @@ def test_gymnasium_make_gives_a_single_env_that_passes_check_env(env_id):
 
 def test_registry_entries_serialise_and_vectorise_in_every_mode():
     spec = gymnasium.spec("fastbatch/Pendulum-v1")
-    assert spec.entry_point == "fastbatch.single:NativeEnv" and copy.deepcopy(spec) == spec
+    assert spec.entry_point == "fastbatch.native.single:NativeEnv" and copy.deepcopy(spec) == spec
     assert gymnasium.envs.registration.EnvSpec.from_json(spec.to_json()) == spec
     for mode in ("sync", "async", "vector_entry_point"):
         envs = gymnasium.make_vec("fastbatch/Pendulum-v1", 3, vectorization_mode=mode)

@@ -18,7 +18,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
 import fastbatch
-from fastbatch._process_spaces import SpacePlan
+from fastbatch.process.spaces import SpacePlan
 from tests.envs import worker_processes
 from tests.space_envs import PICKLED_SPACES, SHARED_SPACES, IntObsEnv, space_env
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from fastbatch import _core
 from fastbatch._buffers import ALIGNMENT, aligned_empty
-from fastbatch.api import make, register_builtin_envs
+from fastbatch.api import backend_for, make
 from fastbatch.errors import (
     AsyncStateError,
     ClosedEnvError,
@@ -25,6 +25,7 @@ from fastbatch.errors import (
 )
 from fastbatch.native import NativeVectorEnv, RolloutBinding
 from fastbatch.plugins import register_native_env
+from fastbatch.registration import register_builtin_envs
 from fastbatch.registry import NativeEnvSpec, list_envs, spec
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "UnknownEnvError",
     "WorkerDiedError",
     "aligned_empty",
+    "backend_for",
     "get_cmake_dir",
     "get_include",
     "list_envs",
@@ -68,12 +70,9 @@ def __getattr__(name: str) -> Any:
 
         return ProcessVectorEnv
     if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
+        from fastbatch._compile import package_version
 
-        try:
-            return version("fastbatch")  # pyproject.toml is the one place it is written
-        except PackageNotFoundError:  # a source tree that was never installed
-            return "0+unknown"
+        return package_version()
     raise AttributeError(f"module 'fastbatch' has no attribute {name!r}")
 
 

@@ -82,6 +82,9 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
     closed = True  # until _setup: a half-built env is closed, so __del__ does nothing
     _owner_pid = 0  # the process that made the envs (set by _claim)
     _max_seed: int | None = MAX_SEED  # the largest seed the backend's envs take (None: any)
+    _stats_key: str | None = None
+    backend: str
+    """Which backend steps the envs: "native" (C++ threads) or "process" (worker processes)."""
 
     def _setup(
         self,
@@ -263,6 +266,12 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         except EnvError:
             self._broken = True
             raise
+
+    @property
+    def stats_key(self) -> str | None:
+        """The info key under which finished episodes' statistics are reported (make's
+        ``stats_key``), or None: the env reports none."""
+        return self._stats_key
 
     @property
     def is_async(self) -> bool:

@@ -9,7 +9,18 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-__all__ = ["compile_shared"]
+__all__ = ["compile_shared", "package_version"]
+
+
+def package_version() -> str:
+    """fastbatch's installed version (pyproject.toml is the one place it is written), or
+    "0+unknown" in a source tree that was never installed. Part of every cache key."""
+    from importlib.metadata import PackageNotFoundError, version  # ~30 ms: on first use only
+
+    try:
+        return version("fastbatch")
+    except PackageNotFoundError:
+        return "0+unknown"
 
 
 def compile_shared(target: Path, flags: list[str], what: str) -> Path:

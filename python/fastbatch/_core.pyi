@@ -55,6 +55,10 @@ class _EnvType:
         """The ABI version the table was built with (1 or 2)."""
     @property
     def id(self) -> str: ...
+    @property
+    def spec_depends_on_params(self) -> bool:
+        """Whether the spaces and time limit depend on the params (the table has a
+        ``block_spec``): then only envs made with given params know their own spec."""
 
 class _ActionChecker:
     """The action checks of both backends (``bindings/checks.h``)."""

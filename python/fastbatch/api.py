@@ -1,5 +1,6 @@
-"""`fastbatch.make`: one entry point for native (C++) envs and Python envs in worker processes;
-and the registration of native ids, in fastbatch's registry and in gymnasium's."""
+"""`fastbatch.make`: one entry point for native (C++) envs and Python envs in worker processes.
+
+The one module that knows every backend; registering envs is `fastbatch.registration`'s job."""
 
 from __future__ import annotations
 
@@ -7,14 +8,13 @@ from typing import Any
 
 import gymnasium
 
-from fastbatch import _core
-from fastbatch._args import NAMESPACE, strip_namespace
+from fastbatch import mujoco
+from fastbatch._args import strip_namespace
 from fastbatch.errors import UnknownEnvError
-from fastbatch.mujoco import is_mujoco_id
 from fastbatch.native import NativeVectorEnv
-from fastbatch.registry import REGISTRY, NativeEnvSpec
+from fastbatch.registry import REGISTRY
 
-__all__ = ["add_native_env", "make", "make_vector", "register_builtin_envs"]
+__all__ = ["backend_for", "make", "make_vector"]
 
 _PROCESS_OPTIONS = (
     "num_workers",
@@ -56,15 +56,13 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
     worker process that dies, see ``ProcessVectorEnv``); everything else
     (``max_episode_steps`` included) goes to ``gymnasium.make`` for an id.
     """
-    if backend not in (None, "native", "process"):
-        raise ValueError(f"backend must be 'native', 'process' or None, got {backend!r}")
-    if backend != "process" and is_mujoco_id(env):
-        from fastbatch import mujoco  # builds the envs on first use
-
-        mujoco.register()
-        kwargs = mujoco.native_kwargs(env, kwargs)
-    if backend == "native" or (backend is None and REGISTRY.has(env)):
-        return NativeVectorEnv(env, 1 if num_envs is None else num_envs, **kwargs)
+    if backend_for(env, backend) == "native":
+        if mujoco.is_mujoco_id(env):
+            mujoco.register()  # builds the envs on first use
+        entry = REGISTRY.resolve(env)  # resolved once, handed down
+        if mujoco.is_mujoco_id(entry.spec.id):
+            kwargs = mujoco.native_kwargs(entry.spec, kwargs)
+        return NativeVectorEnv(entry, 1 if num_envs is None else num_envs, **kwargs)
     if not isinstance(env, (str, list, tuple)) and not callable(env):
         raise TypeError(
             f"env must be an env id, a factory or a list of factories, got {type(env).__name__}"
@@ -84,39 +82,17 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
     return ProcessVectorEnv(env_factories(env, num_envs, kwargs), **options)
 
 
-def add_native_env(
-    env_type: Any,
-    env_id: str | None = None,
-    defaults: dict | None = None,
-    max_episode_steps: int | None = None,
-) -> NativeEnvSpec:
-    """Registers a native env type (`_core._EnvType`) with fastbatch and, unless its id starts
-    with '_', with gymnasium as ``fastbatch/<id>``: ``gymnasium.make`` gives a single env
-    (`fastbatch.single.NativeEnv`), ``gymnasium.make_vec`` a fastbatch vector env."""
-    spec = REGISTRY.add(env_type, env_id, defaults, max_episode_steps)
-    if not spec.id.startswith("_"):
-        gym_id = spec.id if "/" in spec.id else f"{NAMESPACE}/{spec.id}"
-        if gym_id in gymnasium.registry:
-            del gymnasium.registry[gym_id]
-        # Entry points as strings (so specs serialise and compare equal), the id as a kwarg.
-        gymnasium.register(
-            id=gym_id,
-            entry_point="fastbatch.single:NativeEnv",
-            vector_entry_point="fastbatch.api:make_vector",
-            max_episode_steps=spec.max_episode_steps,
-            reward_threshold=spec.reward_threshold,
-            kwargs={"env_id": spec.id},
-        )
-    return spec
+def backend_for(env: Any, backend: str | None = None) -> str:
+    """The backend ``make(env, backend=backend)`` steps `env` with: ``backend`` if given, else
+    "native" for a native id (gymnasium's MuJoCo v5 ids included), "process" otherwise."""
+    if backend not in (None, "native", "process"):
+        raise ValueError(f"backend must be 'native', 'process' or None, got {backend!r}")
+    if backend is not None:
+        return backend
+    return "native" if REGISTRY.has(env) or mujoco.is_mujoco_id(env) else "process"
 
 
 def make_vector(env_id: str, num_envs: int = 1, **kwargs: Any):
     """``gymnasium.make_vec("fastbatch/<id>", vectorization_mode="vector_entry_point")``'s
     entry point: `make` for a native id."""
     return make(env_id, num_envs, backend="native", **kwargs)
-
-
-def register_builtin_envs() -> None:
-    """Registers the envs compiled into `_core` (done once, by ``import fastbatch``)."""
-    for env_type in _core._builtin_env_types().values():
-        add_native_env(env_type)

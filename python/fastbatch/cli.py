@@ -14,52 +14,17 @@ TF_CPP_MIN_LOG_LEVEL yourself (0 shows everything).
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
-import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-# What TensorFlow's C++ side prints while it loads on a machine without a GPU, before its log
-# level applies (absl's preamble and INFO lines such as "Could not find cuda drivers").
-_TF_STARTUP_NOTICE = re.compile(
-    r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
-    r"|I\d{4} \d+:\d+:[\d.]+ +\d+ \S+:\d+\] .*"  # INFO; before the log starts the clock is raw
-)
-
-
-def _import_trainer() -> None:
-    """Imports fastbatch.ppo (and so TensorFlow) with TensorFlow's C++ logging quiet: level 3
-    (which also hides the alarming but harmless "failed call to cuInit" of CPU machines), and
-    the notices printed before that level applies filtered out of stderr. An explicit
-    TF_CPP_MIN_LOG_LEVEL wins, and then nothing is filtered."""
-    if "TF_CPP_MIN_LOG_LEVEL" in os.environ or "tensorflow" in sys.modules:
-        importlib.import_module("fastbatch.ppo")
-        return
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
-        failed = True
-        try:
-            importlib.import_module("fastbatch.ppo")
-            failed = False
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            captured.seek(0)
-            for line in captured.read().decode(errors="replace").splitlines(keepends=True):
-                if failed or not _TF_STARTUP_NOTICE.fullmatch(line.rstrip("\n")):
-                    sys.stderr.write(line)
+from fastbatch._tf_log import quiet_import
 
 
 def _train(args) -> int:
-    _import_trainer()
+    quiet_import("fastbatch.ppo")
     from fastbatch.ppo import PRESETS, resolve
 
     config = None
@@ -153,7 +118,7 @@ def _eval(args) -> int:
         raise SystemExit("fastbatch eval: --episodes must be at least 1")
     if args.video_episodes < 1:
         raise SystemExit("fastbatch eval: --video-episodes must be at least 1")
-    _import_trainer()
+    quiet_import("fastbatch.ppo")
     from fastbatch.ppo import evaluate_saved
     from fastbatch.ppo.export import load_policy
     from fastbatch.ppo.video import check_recordable, record_video

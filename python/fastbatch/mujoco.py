@@ -34,7 +34,9 @@ from typing import Any
 
 from fastbatch import _core
 from fastbatch._args import strip_namespace
-from fastbatch._compile import compile_shared
+from fastbatch._compile import compile_shared, package_version
+from fastbatch.plugins import register_native_env
+from fastbatch.registry import NativeEnvSpec
 
 __all__ = [
     "ENV_IDS",
@@ -123,13 +125,11 @@ def _assets() -> Path:
 
 
 def _cache_dir(version: str, inputs: list[Path], assets: Path, flags: list[str]) -> Path:
-    import fastbatch
-
     digest = hashlib.sha256("\0".join([str(assets), *flags]).encode())
     for path in inputs:
         digest.update(path.name.encode() + path.read_bytes())
     base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    name = f"mujoco-{version}-fb-{fastbatch.__version__}-{digest.hexdigest()[:12]}"
+    name = f"mujoco-{version}-fb-{package_version()}-{digest.hexdigest()[:12]}"
     return base / "fastbatch" / name
 
 
@@ -173,8 +173,6 @@ def register() -> list[str]:
 
     Idempotent. Afterwards ``fastbatch.make``, ``gymnasium.make("fastbatch/<id>")`` and
     ``fastbatch.list_envs()`` know them."""
-    from fastbatch.plugins import register_native_env
-
     with _LOCK:
         if not _registered:
             version, _, _ = _mujoco()
@@ -186,9 +184,10 @@ def register() -> list[str]:
                     f"fastbatch's MuJoCo envs at {path} were built against mujoco {built}, but "
                     f"mujoco {version} is installed: {_EXTRA} (or delete that file to rebuild)"
                 )
-            ids = register_native_env(None, path, replace=True)
+            for env_id in ENV_IDS:  # each drawn by gymnasium's renderer of the same id
+                register_native_env(env_id, path, replace=True, renderer=env_id)
             _library.append(library)
-            _registered.extend(ids)
+            _registered.extend(ENV_IDS)
         drop_default_timer()
         return list(_registered)
 
@@ -212,13 +211,11 @@ def drop_default_timer() -> bool:
     return True
 
 
-def native_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+def native_kwargs(spec: NativeEnvSpec, kwargs: dict[str, Any]) -> dict[str, Any]:
     """``kwargs`` with each ``(low, high)`` range kwarg of gymnasium (``healthy_z_range=(a, b)``)
     split into the env's two params (``healthy_z_range_low``, ``healthy_z_range_high``).
-    ValueError naming the kwarg for a value that is not two numbers with low <= high."""
-    from fastbatch.registry import REGISTRY
-
-    params = REGISTRY.resolve(env_id)[1].params
+    ValueError naming the env and the kwarg for a value that is not two numbers with low <= high."""
+    params = spec.params
     out = dict(kwargs)
     for name, value in kwargs.items():
         if name in params or f"{name}_low" not in params:
@@ -227,7 +224,7 @@ def native_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
         ok = ok and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in value)
         if not ok or not float(value[0]) <= float(value[1]):
             raise ValueError(
-                f"{strip_namespace(env_id)} parameter {name!r} must be a pair (low, high) of "
+                f"{spec.id} parameter {name!r} must be a pair (low, high) of "
                 f"numbers with low <= high, got {value!r}"
             )
         del out[name]

@@ -14,8 +14,8 @@ from typing import Any
 
 from fastbatch import _core
 from fastbatch._args import strip_namespace
-from fastbatch.api import add_native_env
 from fastbatch.errors import PluginError
+from fastbatch.registration import add_native_env
 from fastbatch.registry import REGISTRY
 
 __all__ = ["register_native_env"]
@@ -28,6 +28,7 @@ def register_native_env(
     entry: str | None = None,
     replace: bool = False,
     max_episode_steps: int | None = None,
+    renderer: str | None = None,
     **default_kwargs: Any,
 ) -> list[str]:
     """Registers the native env(s) in ``source``; returns the ids registered.
@@ -38,7 +39,10 @@ def register_native_env(
     of several, the one whose id it is. ``entry``: a custom exported symbol returning one table
     (default: what ``FASTBATCH_EXPORT_ENVS`` defines). ``max_episode_steps`` replaces the env's
     time limit (0: none) and ``default_kwargs`` its param defaults, for every ``make`` of that
-    id; both need a single env.
+    id; both need a single env. ``renderer``: the gymnasium id whose renderer draws the env
+    from its state (`NativeVectorEnv.get_env_state`, which must be the state that renderer's env
+    keeps in ``env.unwrapped.state``, or its MuJoCo ``qpos ++ qvel``); a single env, too. Without
+    one the env takes ``render_mode=None`` only.
 
     Afterwards ``fastbatch.make(id, ...)``, ``gymnasium.make("fastbatch/<id>")`` and
     ``gymnasium.make_vec("fastbatch/<id>", ...)`` work as for the built-ins. Registering an id
@@ -47,8 +51,8 @@ def register_native_env(
 
     Raises ``FileNotFoundError`` for a missing library and ``fastbatch.PluginError`` (a
     ``ValueError``) for one that does not load, lacks the entry symbol, was built for an ABI
-    version this fastbatch does not speak, or declares a spec that breaks the contract (the
-    message names the env and the field).
+    version this fastbatch does not speak, exports two envs of the same id, or declares a spec
+    that breaks the contract (the message names the env and the field).
     """
     if env_id is not None:
         if not isinstance(env_id, str):
@@ -59,15 +63,17 @@ def register_native_env(
                 f"env_id must be a non-empty string not starting with '_', got {env_id!r}"
             )
     types = _load(source, entry)
+    _refuse_duplicates(source, types)
     if env_id is not None and len(types) > 1:
         chosen = [t for t in types if t.id == env_id]
         if not chosen:
             ids = ", ".join(sorted(t.id for t in types))
             raise PluginError(f"{source} exports no env {env_id!r}; it exports: {ids}")
         types = chosen
-    if len(types) > 1 and (default_kwargs or max_episode_steps is not None):
+    if len(types) > 1 and (default_kwargs or max_episode_steps is not None or renderer):
         raise TypeError(
-            "default keyword arguments and max_episode_steps apply to one env: name it with env_id"
+            "default keyword arguments, max_episode_steps and renderer apply to one env: name it "
+            "with env_id"
         )
     names = [env_id if env_id is not None else t.id for t in types]
     for name in names:
@@ -80,8 +86,20 @@ def register_native_env(
                 f"an env is already registered as {name!r}; pass replace=True to replace it"
             )
     for env_type, name in zip(types, names, strict=True):
-        add_native_env(env_type, name, default_kwargs, max_episode_steps)
+        add_native_env(env_type, name, default_kwargs, max_episode_steps, renderer=renderer)
     return names
+
+
+def _refuse_duplicates(source: Any, types: list) -> None:
+    """A library that exports two envs of one id would register the second over the first."""
+    seen: dict[str, int] = {}
+    for position, env_type in enumerate(types):
+        if env_type.id in seen:
+            raise PluginError(
+                f"{source} exports two envs with the id {env_type.id!r} (tables {seen[env_type.id]} "
+                f"and {position} of FASTBATCH_EXPORT_ENVS): give each env its own id"
+            )
+        seen[env_type.id] = position
 
 
 def _load(source: Any, entry: str | None) -> list:

@@ -1,16 +1,16 @@
 """The native env registry: built-in envs and plugins by id, with their specs.
 
-This module only records what exists; `fastbatch.api` registers each public id with gymnasium
-too (as ``fastbatch/<id>``).
+This module only records what exists (it imports no backend and registers nothing with
+gymnasium); `fastbatch.registration` builds the entries and registers each public id with
+gymnasium too (as ``fastbatch/<id>``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium
 import numpy as np
@@ -18,7 +18,15 @@ import numpy as np
 from fastbatch._args import strip_namespace
 from fastbatch.errors import UnknownEnvError
 
-__all__ = ["REGISTRY", "NativeEnvSpec", "ParamInfo", "list_envs", "spec", "spec_from_dict"]
+__all__ = [
+    "REGISTRY",
+    "NativeEnvSpec",
+    "ParamInfo",
+    "RegisteredEnv",
+    "list_envs",
+    "spec",
+    "spec_from_dict",
+]
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,9 @@ class NativeEnvSpec:
     params: dict[str, Any] = field(default_factory=dict)
     param_info: dict[str, ParamInfo] = field(default_factory=dict)
     infos: dict[str, int] = field(default_factory=dict)
+    renderer: str | None = None
+    """The gymnasium id whose renderer draws this env from its state (`get_env_state`: the
+    state that renderer reads), or None: the env does not render."""
 
     def encode_params(self, kwargs: dict[str, Any]) -> list[float]:
         """The values of every param, in declaration order, for the C ABI: `kwargs` over the
@@ -138,7 +149,9 @@ def _param_info(desc: dict[str, Any]) -> ParamInfo:
     return ParamInfo(kind, default, float(desc["low"]), float(desc["high"]), choices)
 
 
-def spec_from_dict(raw: dict[str, Any], env_id: str | None = None) -> NativeEnvSpec:
+def spec_from_dict(
+    raw: dict[str, Any], env_id: str | None = None, renderer: str | None = None
+) -> NativeEnvSpec:
     """A NativeEnvSpec from the C++ spec dict (`_EnvType.spec`, `_VectorPool.spec`)."""
     info = {name: _param_info(desc) for name, desc in raw["params"].items()}
     return NativeEnvSpec(
@@ -150,69 +163,59 @@ def spec_from_dict(raw: dict[str, Any], env_id: str | None = None) -> NativeEnvS
         params={name: p.default for name, p in info.items()},
         param_info=info,
         infos={name: int(size) for name, size in raw.get("infos", {}).items()},
+        renderer=renderer,
     )
 
 
+class RegisteredEnv(NamedTuple):
+    """One registry entry, resolved once by `fastbatch.make` and handed down to the backend."""
+
+    env_type: Any
+    """The env's ABI table (`_core._EnvType`)."""
+    spec: NativeEnvSpec
+    """The spec for the registered param defaults."""
+    time_limit: int | None
+    """The time limit registered for every make of this id (0: none), or None: the envs' own,
+    which may depend on the params they are made with."""
+
+
 class _Registry:
+    """Native ids to their entries. Records only: `fastbatch.registration` builds the entries
+    (and registers each public id with gymnasium too)."""
+
     def __init__(self) -> None:
-        self._types: dict[str, Any] = {}
-        self._specs: dict[str, NativeEnvSpec] = {}
-        self._limits: dict[str, int] = {}
+        self._entries: dict[str, RegisteredEnv] = {}
 
-    def add(
-        self,
-        env_type: Any,
-        env_id: str | None = None,
-        defaults: dict | None = None,
-        max_episode_steps: int | None = None,
-    ) -> NativeEnvSpec:
-        """Records `env_type` under `env_id` (default: its spec's id), replacing any entry;
-        `defaults` override its declared parameter defaults (checked like make()'s), and
-        `max_episode_steps` its time limit (0: none). Returns the spec."""
-        spec = spec_from_dict(env_type.spec, env_id)
-        if defaults:
-            spec.encode_params(defaults)  # the same checks as make()'s keyword arguments
-            spec = dataclasses.replace(spec, params={**spec.params, **defaults})
-        if max_episode_steps is not None:
-            if isinstance(max_episode_steps, bool) or not isinstance(
-                max_episode_steps, numbers.Integral
-            ):
-                raise TypeError(f"max_episode_steps must be an integer, got {max_episode_steps!r}")
-            if max_episode_steps < 0:
-                raise ValueError(f"max_episode_steps must be >= 0, got {max_episode_steps}")
-            spec = dataclasses.replace(spec, max_episode_steps=int(max_episode_steps) or None)
-            self._limits[spec.id] = int(max_episode_steps)
-        else:
-            self._limits.pop(spec.id, None)
-        self._types[spec.id] = env_type
-        self._specs[spec.id] = spec
-        return spec
+    def add(self, entry: RegisteredEnv) -> None:
+        """Records `entry` under its spec's id, replacing any entry of that id."""
+        self._entries[entry.spec.id] = entry
 
-    def time_limit(self, env_id: str) -> int | None:
-        """The time limit registered for `env_id` (register_native_env's max_episode_steps), or
-        None: the env's own (from its spec, which may depend on its params)."""
-        return self._limits.get(strip_namespace(env_id))
+    def lookup(self, env_id: Any) -> RegisteredEnv | None:
+        """The entry of a native id (with or without the "fastbatch/" prefix), else None."""
+        if not isinstance(env_id, str):
+            return None
+        return self._entries.get(strip_namespace(env_id))
 
-    def resolve(self, env_id: str) -> tuple[Any, NativeEnvSpec]:
-        """(env type, spec) of a native id, with or without the "fastbatch/" prefix."""
+    def resolve(self, env_id: Any) -> RegisteredEnv:
+        """The entry of a native id; UnknownEnvError (TypeError for a non-string) otherwise."""
         if not isinstance(env_id, str):
             raise TypeError(f"env id must be a string, got {type(env_id).__name__}")
-        name = strip_namespace(env_id)
-        if name not in self._types:
+        entry = self.lookup(env_id)
+        if entry is None:
             known = ", ".join(self.ids())
             raise UnknownEnvError(
                 f"no native env is registered as {env_id!r}; native ids: {known} (gymnasium ids "
                 "run in worker processes with backend='process')"
             )
-        return self._types[name], self._specs[name]
+        return entry
 
     def has(self, env_id: Any) -> bool:
         """True if `env_id` (with or without the "fastbatch/" prefix) is a native env."""
-        return isinstance(env_id, str) and strip_namespace(env_id) in self._types
+        return self.lookup(env_id) is not None
 
     def ids(self) -> list[str]:
         """Public ids (those not starting with '_'), sorted."""
-        return sorted(i for i in self._types if not i.startswith("_"))
+        return sorted(i for i in self._entries if not i.startswith("_"))
 
 
 REGISTRY = _Registry()
@@ -225,4 +228,4 @@ def list_envs() -> list[str]:
 
 def spec(env_id: str) -> NativeEnvSpec:
     """The spec (spaces, time limit, reward threshold, constructor params) of a native env."""
-    return REGISTRY.resolve(env_id)[1]
+    return REGISTRY.resolve(env_id).spec

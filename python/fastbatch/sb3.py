@@ -114,7 +114,7 @@ class SB3VecEnv(VecEnv):
     @staticmethod
     def _stats_keys(env: BatchVectorEnv) -> tuple[str, ...]:
         """The env's own episode-statistics keys: SB3 gets Monitor's instead."""
-        key = getattr(env, "_stats_key", None)
+        key = env.stats_key
         return () if key is None else (key, "_" + key)
 
     # ------------------------------------------------------------------ VecEnv API

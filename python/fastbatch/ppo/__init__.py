@@ -14,8 +14,9 @@ import sys
 if "tensorflow" not in sys.modules:
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
-from .config import PRESETS, PPOConfig, resolve
+from .config import PPOConfig
 from .export import evaluate_saved
+from .presets import PRESETS, resolve
 from .train import train
 
 __all__ = ["PRESETS", "PPOConfig", "evaluate_saved", "resolve", "train"]

@@ -45,6 +45,18 @@ def adapt_kl_penalty(beta, kl, target):
     return tf.where(kl > 1.3 * target, beta * 1.5, tf.where(kl < 0.7 * target, beta / 1.5, beta))
 
 
+# What each minibatch step reports, averaged over an update (`_minibatch` names them).
+MINIBATCH_METRICS = (
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "kl",
+    "clip_fraction",
+    "grad_norm",
+    "loss",
+)
+
+
 class Agent(tf.Module):
     """Networks, normalisers, optimiser and counters of one run (everything a checkpoint holds),
     plus the rollout storage and the env it is bound to (which a checkpoint does not hold).
@@ -293,16 +305,16 @@ class Agent(tf.Module):
         def units(x):
             return tf.reshape(x, tf.concat([[S, U], tf.shape(x)[1:]], axis=0))
 
-        data = (
-            nobs if self.recurrent else units(flat(nobs)),
-            starts if self.recurrent else tf.ones([S, U], tf.bool),
-            actions if self.recurrent else units(flat(actions)),
-            units(b_logp),
-            units(b_values),
-            units(b_params),
-            units(flat(adv)),
-            units(flat(returns)),
-        )
+        data = {
+            "obs": nobs if self.recurrent else units(flat(nobs)),
+            "starts": starts if self.recurrent else tf.ones([S, U], tf.bool),
+            "actions": actions if self.recurrent else units(flat(actions)),
+            "old_logp": units(b_logp),
+            "old_values": units(b_values),
+            "old_params": units(b_params),
+            "adv": units(flat(adv)),
+            "returns": units(flat(returns)),
+        }
         state0 = state0 if self.recurrent else self.core.initial_state(U)
         mb = U // c.minibatches
         steps = c.epochs * c.minibatches
@@ -310,7 +322,7 @@ class Agent(tf.Module):
         orders = None
         if c.minibatches > 1:
             orders = shuffle_orders(self.updates, c.seed, self.sync.rank, c.epochs, U)
-        adv_stats = advantage_stats(data[6], orders, c.minibatches, self.sync)
+        adv_stats = advantage_stats(data["adv"], orders, c.minibatches, self.sync)
 
         def epoch_body(epoch, stats, first_ratio):
             # Each epoch shuffles the units once; its minibatches are consecutive slices.
@@ -318,19 +330,19 @@ class Agent(tf.Module):
             if orders is not None:
                 order = orders[epoch]
                 shuffled_state0 = tf.gather(state0, order)
-                shuffled = [tf.gather(x, order, axis=1) for x in data]
+                shuffled = {k: tf.gather(x, order, axis=1) for k, x in data.items()}
             epoch_adv_stats = adv_stats[0 if orders is None else epoch]
 
             def minibatch_body(k, stats, first_ratio):
                 lo = k * mb
-                out = self._minibatch(
+                losses, ratio_dev = self._minibatch(
                     take(shuffled_state0, lo, mb, 0),
-                    *(take(x, lo, mb, 1) for x in shuffled),
+                    {name: take(x, lo, mb, 1) for name, x in shuffled.items()},
                     old_log_std,
                     epoch_adv_stats[k],
                 )
-                first_ratio = tf.where(tf.equal(epoch + k, 0), out[-1], first_ratio)
-                return k + 1, stats + tf.stack(out[:-1]), first_ratio
+                first_ratio = tf.where(tf.equal(epoch + k, 0), ratio_dev, first_ratio)
+                return k + 1, {n: stats[n] + losses[n] for n in stats}, first_ratio
 
             _, stats, first_ratio = tf.while_loop(
                 lambda k, *_: k < c.minibatches,
@@ -342,11 +354,14 @@ class Agent(tf.Module):
         _, stats, first_ratio = tf.while_loop(
             lambda epoch, *_: epoch < c.epochs,
             epoch_body,
-            (tf.constant(0), tf.zeros([7]), tf.constant(0.0)),
+            (tf.constant(0), {n: tf.constant(0.0) for n in MINIBATCH_METRICS}, tf.constant(0.0)),
         )
-        stats /= float(steps)
-        (stats,) = self.sync.mean([stats], Key.METRICS)  # every worker's: the global KL
-        kl = stats[3]
+        # The means over every minibatch of every worker (the global KL), in one all-reduce.
+        (means,) = self.sync.mean(
+            [tf.stack([stats[n] for n in MINIBATCH_METRICS]) / float(steps)], Key.METRICS
+        )
+        stats = dict(zip(MINIBATCH_METRICS, tf.unstack(means), strict=True))
+        kl = stats["kl"]
         if c.trust_region == "kl":
             self.beta.assign(adapt_kl_penalty(self.beta, kl, c.kl_target))
         self.obs_rms.update_merged(
@@ -357,43 +372,33 @@ class Agent(tf.Module):
         var_y = tf.math.reduce_variance(b_returns)
         explained = 1.0 - tf.math.reduce_variance(b_returns - b_values) / (var_y + 1e-8)
         return {
-            "loss/policy": stats[0],
-            "loss/value": stats[1],
-            "loss/entropy": stats[2],
+            "loss/policy": stats["policy_loss"],
+            "loss/value": stats["value_loss"],
+            "loss/entropy": stats["entropy"],
             "kl": kl,
-            "clip_fraction": stats[4],
-            "grad_norm": stats[5],
-            "loss/total": stats[6],
+            "clip_fraction": stats["clip_fraction"],
+            "grad_norm": stats["grad_norm"],
+            "loss/total": stats["loss"],
             "beta": tf.identity(self.beta),
             "explained_variance": explained,
             "first_ratio_max_dev": first_ratio,
             "learning_rate": tf.identity(self.optimizer.lr),
         }
 
-    def _minibatch(
-        self,
-        state0,
-        obs,
-        starts,
-        actions,
-        old_logp,
-        old_values,
-        old_params,
-        adv,
-        returns,
-        log_std,
-        adv_stats,
-    ):
-        """One gradient step on a minibatch of sequences: `state0` [B, S], the rest [S, B, ...]
-        (the core replays each sequence from its state; losses are over every step).
-        `adv_stats`: the mean and std its advantages are normalised with (minibatches.py)."""
+    def _minibatch(self, state0, batch, log_std, adv_stats):
+        """One gradient step on a minibatch of sequences: `state0` [B, S], `batch` the data
+        of `_update` by name, each [S, B, ...] (the core replays each sequence from its state;
+        losses are over every step). `adv_stats`: the mean and std its advantages are normalised
+        with (minibatches.py). Returns the MINIBATCH_METRICS by name and the largest |ratio - 1|."""
         c = self.config
 
         def flat(x):
             return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
 
+        obs, starts = batch["obs"], batch["starts"]
         actions, old_logp, old_values, old_params, adv, returns = (
-            flat(x) for x in (actions, old_logp, old_values, old_params, adv, returns)
+            flat(batch[name])
+            for name in ("actions", "old_logp", "old_values", "old_params", "adv", "returns")
         )
         adv = (adv - adv_stats[0]) / (adv_stats[1] + 1e-8)
         with tf.GradientTape() as tape:
@@ -423,16 +428,16 @@ class Agent(tf.Module):
         grads = self.sync.mean(tape.gradient(loss, self.optimizer.variables_), Key.GRADIENTS)
         norm = self.optimizer.apply(grads)
         clip_frac = tf.reduce_mean(tf.cast(tf.abs(ratio - 1.0) > c.clip_ratio, tf.float32))
-        return [
-            policy_loss,
-            value_loss,
-            entropy,
-            kl,
-            clip_frac,
-            norm,
-            loss,
-            tf.reduce_max(tf.abs(ratio - 1.0)),
-        ]
+        metrics = {
+            "policy_loss": policy_loss,
+            "value_loss": value_loss,
+            "entropy": entropy,
+            "kl": kl,
+            "clip_fraction": clip_frac,
+            "grad_norm": norm,
+            "loss": loss,
+        }
+        return metrics, tf.reduce_max(tf.abs(ratio - 1.0))
 
     # ------------------------------------------------------------------ acting
     def act(self, obs, state, starts):

@@ -1,10 +1,13 @@
-"""PPO configuration: one frozen dataclass, named presets built on its defaults."""
+"""PPO configuration: one frozen dataclass (its presets are in presets.py), its checks, JSON and
+``--set`` parsing by the type hints."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, fields
+import types
+import typing
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -208,193 +211,10 @@ def _env_kwargs(value: Any) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted((key, _frozen(v)) for key, v in pairs))
 
 
-PRESETS: dict[str, PPOConfig] = {
-    # Classic control on native envs: small nets, short rollouts, many envs.
-    "cartpole": PPOConfig(
-        env_id="CartPole-v1",
-        num_envs=8,
-        rollout_steps=32,
-        total_steps=100_000,
-        gamma=0.98,
-        gae_lambda=0.8,
-        learning_rate=3e-3,
-        anneal_lr=True,
-        epochs=15,
-        minibatches=1,
-        entropy_coef=0.0,
-        normalize_obs=False,
-        normalize_reward=False,
-        checkpoint_every=100,
-    ),
-    "pendulum": PPOConfig(
-        env_id="Pendulum-v1",
-        num_envs=16,
-        rollout_steps=128,
-        total_steps=300_000,
-        gamma=0.95,
-        gae_lambda=0.95,
-        learning_rate=1e-3,
-        anneal_lr=True,
-        epochs=10,
-        minibatches=8,
-        init_log_std=-0.5,
-    ),
-    "acrobot": PPOConfig(
-        env_id="Acrobot-v1",
-        num_envs=16,
-        rollout_steps=128,
-        total_steps=300_000,
-        gamma=0.99,
-        gae_lambda=0.94,
-        learning_rate=1e-3,
-        epochs=4,
-        minibatches=4,
-        normalize_reward=False,
-    ),
-    "mountaincar_continuous": PPOConfig(
-        env_id="MountainCarContinuous-v0",
-        num_envs=16,
-        rollout_steps=256,
-        total_steps=500_000,
-        gamma=0.999,
-        gae_lambda=0.9,
-        learning_rate=3e-4,
-        epochs=10,
-        minibatches=8,
-        entropy_coef=0.005,
-        init_log_std=0.0,
-    ),
-    # Partially observed classic control (rl-baselines3-zoo's NoVel envs: no velocities in the
-    # observation), so the policy needs memory: a GRU core of 64 units and one 64-unit layer
-    # per head, as the zoo's RecurrentPPO settings (hyperparams/ppo_lstm.yml) use an LSTM of
-    # 64 ... 256 units and 64-unit heads.
-    "cartpole_novel": PPOConfig(
-        env_id="CartPoleNoVel-v1",
-        policy="gru",
-        gru_size=64,
-        num_envs=8,
-        rollout_steps=32,
-        total_steps=100_000,
-        gamma=0.98,
-        gae_lambda=0.8,
-        learning_rate=3e-3,
-        anneal_lr=True,
-        epochs=15,
-        minibatches=1,
-        policy_layers=(64,),
-        value_layers=(64,),
-        normalize_reward=False,
-        checkpoint_every=100,
-    ),
-    "pendulum_novel": PPOConfig(
-        env_id="PendulumNoVel-v1",
-        policy="gru",
-        gru_size=64,
-        num_envs=16,
-        rollout_steps=128,
-        total_steps=300_000,
-        gamma=0.95,
-        gae_lambda=0.95,
-        learning_rate=1e-3,
-        anneal_lr=True,
-        epochs=10,
-        minibatches=4,
-        policy_layers=(64,),
-        value_layers=(64,),
-        init_log_std=-0.5,
-    ),
-    # MuJoCo locomotion on fastbatch's native MuJoCo envs (fastbatch.mujoco, the `mujoco` extra):
-    # gymnasium's v5 envs in C++, float64 observations, stepped by the rollout op.
-    # halfcheetah: rl-baselines3-zoo's tuned HalfCheetah PPO (small initial std, ReLU 256x256,
-    # gamma 0.98, lambda 0.92) with a quarter of its update work. The zoo's own update (8 envs x
-    # 64 steps, 20 epochs of 64-sample minibatches at lr 2e-5, clip 0.1) scored 6409/6667 in
-    # 380/388 s, ~75% of it in the update (bench/README.md). Here 32 envs x 64 steps (a quarter
-    # of the updates, ~45 s of collection), 5 epochs of 256-sample minibatches at lr 2e-4, and
-    # clip 0.2, since with 4x fewer updates the clip bounded how far the policy moved (at 10
-    # epochs, lr 1e-4: 5177 with clip 0.1, 5820 with 0.2). Seeds 0-2: 5923/5341/4983 in
-    # 125/112/122 s.
-    "halfcheetah": PPOConfig(
-        env_id="HalfCheetah-v5",
-        backend="native",
-        num_envs=32,
-        rollout_steps=64,
-        total_steps=1_000_000,
-        gamma=0.98,
-        gae_lambda=0.92,
-        learning_rate=2e-4,
-        epochs=5,
-        minibatches=8,
-        clip_ratio=0.2,
-        entropy_coef=0.000401762,
-        value_coef=0.58096,
-        max_grad_norm=0.8,
-        init_log_std=-2.0,
-        activation="relu",
-        policy_layers=(256, 256),
-        value_layers=(256, 256),
-        jit_compile=True,
-    ),
-    "hopper": PPOConfig(
-        env_id="Hopper-v5",
-        backend="native",
-        num_envs=8,
-        rollout_steps=256,
-        total_steps=1_000_000,
-        learning_rate=3e-4,
-        anneal_lr=True,
-        epochs=10,
-        minibatches=32,
-    ),
-    "walker2d": PPOConfig(
-        env_id="Walker2d-v5",
-        backend="native",
-        num_envs=8,
-        rollout_steps=256,
-        total_steps=1_000_000,
-        learning_rate=3e-4,
-        anneal_lr=True,
-        epochs=10,
-        minibatches=32,
-    ),
-    # humanoid: the ant settings below, on gymnasium's default observation (348 dims); an initial
-    # std of 0.37 fits the actions' range of +-0.4 (std 1 would clip most samples to its ends).
-    # Not tuned; one run (seed 0, 1M steps): 1305 in 406 s, still rising (CleanRL: 716).
-    "humanoid": PPOConfig(
-        env_id="Humanoid-v5",
-        backend="native",
-        num_envs=32,
-        rollout_steps=64,
-        total_steps=1_000_000,
-        learning_rate=3e-4,
-        anneal_lr=True,
-        epochs=10,
-        minibatches=8,
-        init_log_std=-1.0,
-    ),
-    # ant: the hopper settings reached 670 (seed 0) in 362 s. Three changes, measured at 1M
-    # steps (bench/README.md): the 27-dim observation of the v4 envs the published scores used
-    # (no contact forces), an initial std of 0.37 (log -1; at std 1 the control cost of ~2.1 a
-    # step outweighs the healthy reward of 1: the return stayed near 0 for 570k steps, though
-    # that run also had 512-sample minibatches), and
-    # 32 envs x 64 steps (the same 2048 a rollout, half the policy calls of 16 x 128: the
-    # collection is ~90% of the time) with minibatches of 256.
-    "ant": PPOConfig(
-        env_id="Ant-v5",
-        env_kwargs={"include_cfrc_ext_in_observation": False},
-        backend="native",
-        num_envs=32,
-        rollout_steps=64,
-        total_steps=1_000_000,
-        learning_rate=3e-4,
-        anneal_lr=True,
-        epochs=10,
-        minibatches=8,
-        init_log_std=-1.0,
-    ),
-}
-
-
-def _parse_value(name: str, text: str) -> Any:
+def parse_value(name: str, text: str) -> Any:
+    """The value of field `name` from its ``--set`` text, by the field's type hint: bools take
+    true/false (1/0, yes/no, on/off), ``X | None`` takes "none", tuples comma-separated items,
+    ``env_kwargs`` a JSON object. ValueError saying what the field takes."""
     if name == "env_kwargs":
         try:
             value = json.loads(text)
@@ -403,47 +223,28 @@ def _parse_value(name: str, text: str) -> Any:
         if not isinstance(value, dict):
             raise ValueError(f"env_kwargs takes a JSON object, got {text!r}")
         return value
-    kinds = {f.name: f.type for f in fields(PPOConfig)}
-    kind = kinds[name]
-    if kind == "bool":
+    return _parse(typing.get_type_hints(PPOConfig)[name], name, text)
+
+
+def _parse(hint: Any, name: str, text: str) -> Any:
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        if type(None) in args and text.lower() == "none":
+            return None
+        (hint,) = (a for a in args if a is not type(None))
+        return _parse(hint, name, text)
+    if typing.get_origin(hint) is tuple:
+        items = text.replace("(", "").replace(")", "").split(",")
+        return tuple(_parse(args[0], name, x.strip()) for x in items if x.strip())
+    if hint is bool:
         if text.lower() in ("1", "true", "yes", "on"):
             return True
         if text.lower() in ("0", "false", "no", "off"):
             return False
         raise ValueError(f"{name} takes true/false, got {text!r}")
-    if kind == "int":
-        return int(text)
-    if kind == "float":
-        return float(text)
-    if kind.startswith("tuple"):
-        return tuple(int(x) for x in text.replace("(", "").replace(")", "").split(",") if x.strip())
-    if kind == "int | None":
-        return None if text.lower() == "none" else int(text)
-    if kind == "str | None":
-        return None if text.lower() == "none" else text
-    return text
-
-
-def resolve(name: str, overrides: list[str] | tuple[str, ...] = (), **changes: Any) -> PPOConfig:
-    """A preset (or the defaults for an env id), then `key=value` overrides, then `changes`."""
-    if name in PRESETS:
-        config = PRESETS[name]
-    else:
-        config = PPOConfig().replace(env_id=name)
-    known = {f.name for f in fields(PPOConfig)}
-    parsed: dict[str, Any] = {}
-    for item in overrides:
-        if "=" not in item:
-            raise ValueError(f"--set takes key=value, got {item!r}")
-        key, text = item.split("=", 1)
-        key = key.strip()
-        if key not in known:
-            raise ValueError(f"unknown config key {key!r}; known keys: {', '.join(sorted(known))}")
+    if hint in (int, float):
         try:
-            parsed[key] = _parse_value(key, text.strip())
-        except ValueError as exc:
-            raise ValueError(f"bad value for {key}: {exc}") from None
-    unknown = set(changes) - known
-    if unknown:
-        raise ValueError(f"unknown config key(s) {sorted(unknown)}")
-    return config.replace(**parsed, **changes)
+            return hint(text)
+        except ValueError:
+            raise ValueError(f"{name} takes {hint.__name__} values, got {text!r}") from None
+    return text

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from .. import _core
+from fastbatch.watchdog import Deadline
 
 __all__ = [
     "WORKER_SEED_STRIDE",
@@ -281,7 +281,7 @@ def connect(cluster: Cluster) -> CollectiveSync:
     (docs/distributed.md, "Failure"). Must run before any other TensorFlow op in the process
     (TensorFlow fixes its devices then)."""
     others = ", ".join(f"{i}: {a}" for i, a in enumerate(cluster.workers) if i != cluster.rank)
-    watchdog = _core._Deadline(
+    watchdog = Deadline(
         cluster.timeout,
         f"fastbatch train: worker {cluster.rank}: the cluster did not form in "
         f"{cluster.timeout:g} s (--timeout): not every worker joined (the others: {others}); "

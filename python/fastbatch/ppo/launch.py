@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fastbatch._tf_log import TF_STARTUP_NOTICE
+
 from .config import PPOConfig
 from .distribute import PEER_LOST_EXIT, Cluster
 
@@ -40,7 +42,7 @@ _GRACE = 3.0  # seconds between SIGTERM and SIGKILL when stopping workers
 _POLL = 0.05  # seconds between looks at the workers
 # A worker's entry: TensorFlow imported as the CLI imports it (its start-up notices filtered).
 _WORKER_MAIN = (
-    "import sys; from fastbatch.cli import _import_trainer; _import_trainer(); "
+    "import sys; from fastbatch._tf_log import quiet_import; quiet_import('fastbatch.ppo'); "
     "from fastbatch.ppo.launch import _main; sys.exit(_main(sys.argv[1:]))"
 )
 
@@ -146,10 +148,8 @@ def _describe(rank: int, proc: subprocess.Popen, log: Path | None) -> str:
         how = f"exited with status {code}"
     text = f"worker {rank} (pid {proc.pid}) {how}"
     if log is not None and log.exists():
-        from fastbatch.cli import _TF_STARTUP_NOTICE  # TensorFlow's start-up notices: not news
-
         lines = log.read_text(errors="replace").strip().splitlines()
-        tail = [line for line in lines if not _TF_STARTUP_NOTICE.fullmatch(line)][-5:]
+        tail = [line for line in lines if not TF_STARTUP_NOTICE.fullmatch(line)][-5:]
         text += f" (log {log}" + (": ..." + " | ".join(tail) if tail else "") + ")"
     return text
 

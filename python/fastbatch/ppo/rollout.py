@@ -35,7 +35,7 @@ class Rollout:
         self.env = env
         self.steps = steps
         # Episodes reach the fallback paths through the env's own statistics.
-        self._stats_key = getattr(env, "_stats_key", None)
+        self._stats_key = env.stats_key
         if self._stats_key is None:
             raise ValueError(
                 "PPO reads finished episodes from the env's statistics: make the env with "

@@ -24,12 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import gymnasium
 import numpy as np
 import tensorflow as tf
 
 import fastbatch
-from fastbatch.registry import REGISTRY
 
 from .agent import Agent
 from .config import PPOConfig
@@ -48,7 +46,7 @@ def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = 
     }
     if config.backend is not None:
         kwargs["backend"] = config.backend
-    native = config.backend == "native" or (config.backend is None and REGISTRY.has(config.env_id))
+    native = fastbatch.backend_for(config.env_id, config.backend) == "native"
     # The batches of a PPO run are small next to the network's work: one env thread keeps the
     # cores for TensorFlow (threads that outnumber cores slow both down).
     workers = config.num_workers if config.num_workers is not None else (1 if native else None)
@@ -65,7 +63,7 @@ def check_compatible(config: PPOConfig, env) -> None:
     space = env.single_action_space
     if config.init_log_std != PPOConfig().init_log_std and hasattr(space, "n"):
         raise ValueError(f"init_log_std applies to Box actions, but {config.env_id} has {space}")
-    limit = time_limit(config, env)
+    limit = env.time_limit  # the one the env applies (None: none known)
     block = config.rollout_steps * config.checkpoint_every
     if limit is not None and block < limit:
         logging.getLogger("fastbatch").warning(
@@ -75,19 +73,6 @@ def check_compatible(config: PPOConfig, env) -> None:
             "and the logged return leaves them out; set checkpoint_every to at least "
             f"{math.ceil(limit / config.rollout_steps)}"
         )
-
-
-def time_limit(config: PPOConfig, env) -> int | None:
-    """The time limit in steps of `env`, made from `config` (None: none known)."""
-    if isinstance(env, fastbatch.NativeVectorEnv):
-        return env._time_limit  # the one its pool applies
-    limit = dict(config.env_kwargs).get("max_episode_steps")
-    if limit is None:
-        try:
-            limit = gymnasium.spec(config.env_id).max_episode_steps
-        except gymnasium.error.Error:
-            return None
-    return int(limit) if limit else None
 
 
 class _Progress:

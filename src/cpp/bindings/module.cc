@@ -64,7 +64,10 @@ void RegisterEnvTypes(py::module_& m) {
   py::class_<EnvType>(m, "_EnvType")
       .def_property_readonly("spec", &EnvType::Spec)
       .def_property_readonly("id", &EnvType::Id)
-      .def_property_readonly("abi_version", &EnvType::AbiVersion);
+      .def_property_readonly("abi_version", &EnvType::AbiVersion)
+      .def_property_readonly("spec_depends_on_params", [](const EnvType& t) {
+        return t.api->abi_version >= 2 && t.api->block_spec != nullptr;
+      });
 
   m.def("_builtin_env_types", []() {
     py::dict out;

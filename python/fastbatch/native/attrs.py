@@ -7,8 +7,9 @@ state: gymnasium's ``env.state`` for classic control, ``qpos ++ qvel`` (``state_
 for MuJoCo). Anything else raises AttributeError listing what there is; ``set_attr`` raises,
 because params are fixed when the envs are made.
 
-Rendering: the built-in classic-control and MuJoCo envs render through gymnasium's own
-renderer: one gymnasium env of the same id is given each native env's state and drawn.
+Rendering: an env whose spec names a renderer (``NativeEnvSpec.renderer``: the built-in
+classic-control and MuJoCo envs, each its own gymnasium id) renders through gymnasium's: one
+gymnasium env of that id is given each native env's state and drawn.
 """
 
 from __future__ import annotations
@@ -19,43 +20,33 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-__all__ = ["NativeAttributes", "check_render_mode", "render_metadata", "renderable"]
+from fastbatch.registration import gymnasium_id
+from fastbatch.registry import NativeEnvSpec
 
-# Native ids drawn by gymnasium's renderer of the same id (MuJoCo ids are added by
-# `renderable`): their native state is the state that renderer reads.
-_CLASSIC = (
-    "CartPole-v1",
-    "Pendulum-v1",
-    "Acrobot-v1",
-    "MountainCar-v0",
-    "MountainCarContinuous-v0",
-)
+__all__ = ["NativeAttributes", "check_render_mode", "render_metadata"]
+
 RENDER_MODES = ("rgb_array",)
 
 
-def renderable(env_id: str) -> bool:
-    """True when gymnasium has a renderer for the native env `env_id`."""
-    from fastbatch.mujoco import is_mujoco_id
-
-    return env_id in _CLASSIC or is_mujoco_id(env_id)
-
-
-def render_metadata(env_id: str) -> dict[str, Any]:
-    """The env's ``metadata``: its render modes and, when it renders, gymnasium's frame rate."""
-    if not renderable(env_id):
+def render_metadata(spec: NativeEnvSpec) -> dict[str, Any]:
+    """The env's ``metadata``: its render modes and, when it renders (``spec.renderer``: the
+    gymnasium id whose renderer draws it), that renderer's frame rate."""
+    if spec.renderer is None:
         return {"render_modes": []}
-    creator = gymnasium.envs.registration.load_env_creator(gymnasium.spec(env_id).entry_point)
+    entry_point = gymnasium.spec(spec.renderer).entry_point
+    creator = gymnasium.envs.registration.load_env_creator(entry_point)
     return {"render_modes": list(RENDER_MODES), "render_fps": creator.metadata.get("render_fps")}
 
 
-def check_render_mode(env_id: str, render_mode: str | None) -> None:
-    """Refuses a render mode the native env `env_id` cannot honour, saying what it can."""
+def check_render_mode(spec: NativeEnvSpec, render_mode: str | None) -> None:
+    """Refuses a render mode the native env cannot honour, saying what it can."""
     if render_mode is None:
         return
-    if not renderable(env_id):
+    if spec.renderer is None:
         raise ValueError(
-            f"native env {env_id} has no renderer (render_mode must be None); the built-in "
-            "classic-control and MuJoCo envs render with render_mode='rgb_array'"
+            f"native env {spec.id} has no renderer (render_mode must be None); the built-in "
+            "classic-control and MuJoCo envs render with render_mode='rgb_array', and a plugin "
+            "with a gymnasium twin can name it: register_native_env(..., renderer=<gymnasium id>)"
         )
     if render_mode not in RENDER_MODES:
         raise ValueError(
@@ -72,7 +63,7 @@ class NativeAttributes:
         self._params = params
         self.render_mode = render_mode
         self._renderer: gymnasium.Env | None = None
-        self.metadata = render_metadata(venv._spec.id)
+        self.metadata = render_metadata(venv._spec)
 
     def names(self) -> list[str]:
         fixed = ["action_space", "metadata", "np_random_seed", "observation_space"]
@@ -106,13 +97,17 @@ class NativeAttributes:
         )
 
     def spec(self) -> gymnasium.envs.registration.EnvSpec | None:
-        """The single env's gymnasium spec (``fastbatch/<id>`` with the params it was made with)."""
-        env_id = self._venv._spec.id
-        gym_id = env_id if "/" in env_id else f"fastbatch/{env_id}"
+        """The single env's gymnasium spec: ``fastbatch/<id>`` with the params it was made with
+        and the time limit applied to it."""
+        gym_id = gymnasium_id(self._venv._spec.id)
         if gym_id not in gymnasium.registry:
             return None
         spec = gymnasium.registry[gym_id]
-        return dataclasses.replace(spec, kwargs={**spec.kwargs, **self._params})
+        return dataclasses.replace(
+            spec,
+            kwargs={**spec.kwargs, **self._params},
+            max_episode_steps=self._venv.time_limit,
+        )
 
     # ------------------------------------------------------------------ rendering
     def render_one(self, index: int) -> np.ndarray | None:
@@ -132,7 +127,7 @@ class NativeAttributes:
 
     def _renderer_env(self) -> Any:
         if self._renderer is None:
-            env = gymnasium.make(self._venv._spec.id, render_mode=self.render_mode)
+            env = gymnasium.make(self._venv._spec.renderer, render_mode=self.render_mode)
             env.reset(seed=0)
             self._renderer = env
         return self._renderer.unwrapped

@@ -2,12 +2,12 @@
 
 `ProcessVectorEnv` is the gymnasium-facing facade: arguments, async block bookkeeping, and the
 calls on the envs (``get_attr``, ``set_attr``, ``call``, ``render``). `WorkerSet`
-(_process_pool.py) runs the workers: `num_envs` Python envs split into contiguous blocks, one
+(worker_set.py) runs the workers: `num_envs` Python envs split into contiguous blocks, one
 per worker process. Actions, observations, rewards, flags and episode statistics travel through
-one shared-memory segment laid out like the native batch buffers (64-byte aligned, see _shm.py);
+one shared-memory segment laid out like the native batch buffers (64-byte aligned, see shm.py);
 workers are woken through futexes in that segment (spin, then sleep). Every gymnasium space
 works: array spaces and Dict/Tuple of them through the shared memory, the others pickled (see
-_process_spaces.py). Pipes carry the start-up handshake, pickled values, calls, infos that do not
+spaces.py). Pipes carry the start-up handshake, pickled values, calls, infos that do not
 fit the shared info area, and errors.
 """
 
@@ -31,11 +31,11 @@ from fastbatch._args import (
     worker_count,
 )
 from fastbatch._base import BatchVectorEnv
-from fastbatch._process_pool import WorkerSet
-from fastbatch._process_results import ResultReader
-from fastbatch._process_spaces import SpacePlan
-from fastbatch._shm import OP_CALL, OP_RESET, OP_STEP, Layout, leaf_views
 from fastbatch.errors import AsyncStateError
+from fastbatch.process.results import ResultReader
+from fastbatch.process.shm import OP_CALL, OP_RESET, OP_STEP, Layout, leaf_views
+from fastbatch.process.spaces import SpacePlan
+from fastbatch.process.worker_set import WorkerSet
 
 __all__ = ["ProcessVectorEnv", "env_factories"]
 
@@ -56,6 +56,9 @@ def _check_seconds(name: str, value: Any) -> float:
     if not 0 < value < float("inf"):
         raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
     return float(value)
+
+
+_UNKNOWN = object()  # a value not yet asked of the workers
 
 
 class ProcessVectorEnv(BatchVectorEnv):
@@ -85,6 +88,9 @@ class ProcessVectorEnv(BatchVectorEnv):
     that dies again while being restarted, or whose envs cannot be rebuilt, raises
     ``WorkerDiedError`` and closes the env. Block 0 of ``in_parent`` is never restarted.
     """
+
+    backend = "process"
+    _time_limit: Any = _UNKNOWN
 
     def __init__(
         self,
@@ -162,7 +168,7 @@ class ProcessVectorEnv(BatchVectorEnv):
         self._act_leaves = leaf_views(self._workers.views, "actions")
 
     def _layout(self, obs_space, act_space) -> Layout:
-        """The shared layout for these spaces (see _process_spaces.py; the worker set holds the
+        """The shared layout for these spaces (see spaces.py; the worker set holds the
         observation plan)."""
         self._act_plan = SpacePlan(act_space)
         return Layout(
@@ -187,6 +193,16 @@ class ProcessVectorEnv(BatchVectorEnv):
     def restarts(self) -> int:
         """Worker processes replaced so far (restart=True)."""
         return self._workers.restarts
+
+    @property
+    def time_limit(self) -> int | None:
+        """The time limit of the envs in steps, as their gymnasium spec reports it (their
+        ``TimeLimit`` wrapper's), or None: none known. Asked of env 0 once, then kept."""
+        if self._time_limit is _UNKNOWN:
+            spec = self.get_attr("spec")[0]
+            limit = None if spec is None else spec.max_episode_steps
+            self._time_limit = int(limit) if limit else None
+        return self._time_limit
 
     # ------------------------------------------------------------------ calls on the envs
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:

@@ -5,7 +5,7 @@ commands, waits for them, collects statuses, infos and errors, replaces dead wor
 (``restart=True``) and closes everything. It knows nothing of gymnasium's API: `ProcessVectorEnv`
 (process.py) is the facade on top.
 
-Lifecycle: workers are fresh interpreters (``python -m fastbatch._process_worker``), so the
+Lifecycle: workers are fresh interpreters (``python -m fastbatch.process.worker``), so the
 caller's script is never re-imported; they die with the parent (PR_SET_PDEATHSIG) and ignore
 Ctrl-C (the parent handles it). The shared memory is an anonymous memfd: it has no name in
 /dev/shm and is freed by the kernel with the last process that maps it, even if every process
@@ -28,27 +28,28 @@ from typing import Any
 
 import cloudpickle
 
-from fastbatch import _core, _process_spawn, _shm
+from fastbatch import _core
 from fastbatch._args import NEXT_STEP, SAME_STEP
 from fastbatch._infos import block_info, merge_block_info
-from fastbatch._process_block import Block
-from fastbatch._process_registry import registry_snapshot
-from fastbatch._process_spaces import SpacePlan
-from fastbatch._shm import (
+from fastbatch.errors import WorkerDiedError
+from fastbatch.process import shm, spawn
+from fastbatch.process.block import Block
+from fastbatch.process.gym_registry import registry_snapshot
+from fastbatch.process.shm import (
     Layout,
     env_error,
     error_message,
     leaf_views,
     recv_message,
 )
-from fastbatch.errors import WorkerDiedError
+from fastbatch.process.spaces import SpacePlan
 
 __all__ = ["SetState", "WorkerSet"]
 
 # The parent waits for its workers the way workers wait for it: yield-spin for about a
 # millisecond, then sleep on the futex.
 WAIT_SPIN_US = 1000.0
-WORDS_PER_LINE = _shm.LINE // 4  # control words per worker line
+WORDS_PER_LINE = shm.LINE // 4  # control words per worker line
 
 
 class SetState(enum.Enum):
@@ -65,8 +66,8 @@ class WorkerSet:
 
     ``block_bounds[w] : block_bounds[w + 1]`` are the envs of worker ``w``. With ``in_parent``
     block 0 is stepped by this process (``local_block``), the others by worker processes.
-    ``views`` are the shared arrays (see _shm.Layout). ``obs_values`` holds each env's latest
-    observation when the observation space is pickled (see _process_spaces.py); ``about`` the
+    ``views`` are the shared arrays (see shm.Layout). ``obs_values`` holds each env's latest
+    observation when the observation space is pickled (see spaces.py); ``about`` the
     first env's ``metadata`` and ``render_mode``. ``on_fatal`` is called (to close the owner)
     before a WorkerDiedError is raised.
     """
@@ -96,7 +97,7 @@ class WorkerSet:
         self.restarts = 0  # worker processes replaced so far
         self.replaced_this_call: set[int] = set()  # workers replaced during the call in progress
         self.uncollected: set[int] = set()  # sent a command whose results were not read
-        self.op = _shm.OP_STEP  # the operation of the call in progress
+        self.op = shm.OP_STEP  # the operation of the call in progress
         self.processes: list[subprocess.Popen | None] = [None] * num_workers
         self.connections: list[Connection | None] = [None] * num_workers
         self.local_block: Block | None = None
@@ -135,12 +136,12 @@ class WorkerSet:
             else:
                 self._spawn(w)
         messages = [
-            _process_spawn.ready_message(local_envs)
+            spawn.ready_message(local_envs)
             if w == 0 and self.in_parent
             else self._expect(w, "ready")
             for w in range(self.num_workers)
         ]
-        spaces = self.spaces = _process_spawn.shared_spaces(messages)
+        spaces = self.spaces = spawn.shared_spaces(messages)
         self.about = messages[0][3]
         self.obs_plan = SpacePlan(spaces[0])
         layout = self._layout = layout_for(*spaces)
@@ -160,24 +161,22 @@ class WorkerSet:
         # The control words as a flat memoryview: item access is several times cheaper than
         # numpy scalar indexing, and the step path reads a handful of them per worker.
         self._control = memoryview(control).cast("B").cast("I")
-        self._command_address = [_shm.word_address(control, w, 0) for w in range(self.num_workers)]
-        self._counter_address = _shm.word_address(control, self.num_workers, 0)
+        self._command_address = [shm.word_address(control, w, 0) for w in range(self.num_workers)]
+        self._counter_address = shm.word_address(control, self.num_workers, 0)
         self.state = SetState.RUNNING
 
     def _spawn(self, w: int) -> None:
-        """Starts the worker process of block `w` (see _process_spawn.py)."""
+        """Starts the worker process of block `w` (see spawn.py)."""
         self._registry = self._registry or registry_snapshot()
         first, last = self.block_bounds[w], self.block_bounds[w + 1]
-        self.processes[w], self.connections[w] = _process_spawn.spawn_worker(
+        self.processes[w], self.connections[w] = spawn.spawn_worker(
             w, first, self.env_fns[first:last], self._memfd, self.mode_code, self._registry
         )
 
     def _expect(self, w: int, kind: str) -> tuple:
         """The next message of worker `w`, which must be of `kind` (within start_timeout)."""
         connection, process = self.connections[w], self.processes[w]
-        return _process_spawn.expect(
-            connection, process, w, kind, self.start_timeout, self.check_alive
-        )
+        return spawn.expect(connection, process, w, kind, self.start_timeout, self.check_alive)
 
     def remote_workers(self) -> list[int]:
         """Blocks stepped by worker processes (all but block 0 with in_parent)."""
@@ -192,7 +191,7 @@ class WorkerSet:
         pickled = {w: cloudpickle.dumps(arguments[w]) for w in workers} if arguments else None
         self.uncollected.update(workers)
         for w in workers:
-            control[w * WORDS_PER_LINE + _shm.OP] = op
+            control[w * WORDS_PER_LINE + shm.OP] = op
             self._command_seq[w] = (self._command_seq[w] + 1) & 0xFFFFFFFF
             _core._store_word(self._command_address[w], self._command_seq[w])
             if pickled is not None:
@@ -210,9 +209,9 @@ class WorkerSet:
         if self.local_block is not None and 0 in workers:
             block, calls = self.local_block, None
             try:
-                if op == _shm.OP_STEP:
+                if op == shm.OP_STEP:
                     entries, ended = block.step(None if arguments is None else arguments[0])
-                elif op == _shm.OP_CALL:  # copies, as the workers' results are (pickled)
+                elif op == shm.OP_CALL:  # copies, as the workers' results are (pickled)
                     entries, ended, calls = [], 0, copy.deepcopy(block.call(*arguments[0]))
                 else:
                     entries, ended = block.reset()
@@ -256,7 +255,7 @@ class WorkerSet:
         )
 
     def is_done(self, w: int) -> bool:
-        return self._control[w * WORDS_PER_LINE + _shm.DONE_SEQ] == self._command_seq[w]
+        return self._control[w * WORDS_PER_LINE + shm.DONE_SEQ] == self._command_seq[w]
 
     def settle(self, in_flight: list[int]) -> None:
         """Before a new command: finishes and discards any command a Ctrl-C left uncollected
@@ -277,7 +276,7 @@ class WorkerSet:
         if w not in self.uncollected:
             return None
         self.uncollected.discard(w)
-        if not self._control[w * WORDS_PER_LINE + _shm.PIPED]:
+        if not self._control[w * WORDS_PER_LINE + shm.PIPED]:
             return None
         return recv_message(self.connections[w])
 
@@ -286,7 +285,7 @@ class WorkerSet:
         pickled space's observations go to ``obs_values``, a call's results to ``call_results``.
 
         Infos are merged at each block's rows (``rows`` maps a block's first env to its row in
-        a partial batch; None: the full batch). Raises the first env error (`_shm.env_error`)."""
+        a partial batch; None: the full batch). Raises the first env error (`shm.env_error`)."""
         control = self._control
         infos: dict[str, Any] = {}
         ended, error = 0, None
@@ -308,9 +307,9 @@ class WorkerSet:
                 if message is not None and message[0] == "error":
                     error = error or message[1:]
                 line = w * WORDS_PER_LINE
-                ended += control[line + _shm.ENDED]
-                if control[line + _shm.HAS_INFO] == _shm.INFO_SHARED:
-                    block = _shm.decode_info(self.views["info_area"][w])
+                ended += control[line + shm.ENDED]
+                if control[line + shm.HAS_INFO] == shm.INFO_SHARED:
+                    block = shm.decode_info(self.views["info_area"][w])
                 else:
                     block = result.get("info")
             if result:  # a worker's pickled observations or call results
@@ -323,7 +322,7 @@ class WorkerSet:
             if block:  # at the block's first row of the batch
                 infos = merge_block_info(infos, block, rows[first] if rows else first, nrows)
         if error is not None:
-            raise env_error(*error, call=self.op == _shm.OP_CALL)
+            raise env_error(*error, call=self.op == shm.OP_CALL)
         return infos, ended
 
     # ------------------------------------------------------------------ death and restart
@@ -360,10 +359,10 @@ class WorkerSet:
             self._expect(w, "attached")
             v = self.views
             v["reset_mask"][block.start : block.stop] = True
-            if self.op != _shm.OP_RESET:  # a reset() in progress keeps the seeds it was given
+            if self.op != shm.OP_RESET:  # a reset() in progress keeps the seeds it was given
                 v["seed_set"][block.start : block.stop] = False
-            pending = self.op == _shm.OP_STEP and self.mode_code == NEXT_STEP
-            self.dispatch(_shm.OP_RESET_PENDING if pending else _shm.OP_RESET, [w])
+            pending = self.op == shm.OP_STEP and self.mode_code == NEXT_STEP
+            self.dispatch(shm.OP_RESET_PENDING if pending else shm.OP_RESET, [w])
             self.wait_for([w])
         except KeyboardInterrupt:  # the replacement is half built: close, let Ctrl-C through
             self.on_fatal()
@@ -377,7 +376,7 @@ class WorkerSet:
         self.replaced_this_call.add(w)
 
     def _died(self, w: int, code: int, tail: str) -> WorkerDiedError:
-        block, how = self.block(w), _process_spawn.exit_description(code)
+        block, how = self.block(w), spawn.exit_description(code)
         error = WorkerDiedError(f"worker {w} (envs {block[0]}..{block[-1]}) died ({how}){tail}")
         error.env_index = block[0]
         return error
@@ -390,7 +389,7 @@ class WorkerSet:
         rows = self.block(w)
         first, last = rows.start, rows.stop
         v = self.views
-        stepped = self.op == _shm.OP_STEP
+        stepped = self.op == shm.OP_STEP
         same_step = self.mode_code == SAME_STEP
         if stepped:
             v["reward"][first:last] = 0.0
@@ -421,7 +420,7 @@ class WorkerSet:
         live = [w for w, p in enumerate(self.processes) if p is not None and p.poll() is None]
         if self._control is not None and live:
             try:
-                self.dispatch(_shm.OP_CLOSE, live)
+                self.dispatch(shm.OP_CLOSE, live)
             except Exception:  # closing must go on
                 pass
         deadline = time.monotonic() + 2.0

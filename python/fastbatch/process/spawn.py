@@ -1,9 +1,9 @@
 """Starting one worker process of the process backend, and the messages of its handshake.
 
-A worker is a fresh interpreter (``python -m fastbatch._process_worker``), so the caller's script
+A worker is a fresh interpreter (``python -m fastbatch.process.worker``), so the caller's script
 is never re-imported. Its first message from the caller holds the caller's ``sys.path``, the
 block's env factories (cloudpickled) and the caller's gymnasium registry (see
-_process_registry.py); it answers with `ready_message` (or an error), then maps the shared
+gym_registry.py); it answers with `ready_message` (or an error), then maps the shared
 memory it is sent and answers "attached".
 """
 
@@ -20,9 +20,9 @@ from typing import Any
 
 import cloudpickle
 
-from fastbatch._process_spaces import env_spaces
-from fastbatch._shm import recv_message
 from fastbatch.errors import EnvError
+from fastbatch.process.shm import recv_message
+from fastbatch.process.spaces import env_spaces
 
 __all__ = ["exit_description", "expect", "ready_message", "shared_spaces", "spawn_worker"]
 
@@ -35,7 +35,7 @@ def spawn_worker(
     parent_end, child_end = socket.socketpair()
     args = [child_end.fileno(), memfd, index, os.getpid(), first, mode_code]
     process = subprocess.Popen(
-        [sys.executable, "-m", "fastbatch._process_worker", *map(str, args)],
+        [sys.executable, "-m", "fastbatch.process.worker", *map(str, args)],
         pass_fds=(child_end.fileno(), memfd),
         stdin=subprocess.DEVNULL,
     )

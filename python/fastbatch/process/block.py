@@ -2,7 +2,7 @@
 backend steps (and the caller itself, for block 0 with ``in_parent``).
 
 The block reads its actions from, and writes its results into, its rows of the shared arrays
-(see _shm.py). Values of a pickled space (see _process_spaces.py) are taken as an argument
+(see shm.py). Values of a pickled space (see spaces.py) are taken as an argument
 (actions) and kept in ``obs_values`` (observations) for the worker to send; infos and errors go
 back to the caller through return values.
 """
@@ -14,8 +14,8 @@ import time
 import numpy as np
 
 from fastbatch._args import NEXT_STEP, SAME_STEP
-from fastbatch._process_spaces import SpacePlan, env_spaces
-from fastbatch._shm import leaf_views
+from fastbatch.process.shm import leaf_views
+from fastbatch.process.spaces import SpacePlan, env_spaces
 
 __all__ = ["Block"]
 

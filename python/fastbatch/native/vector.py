@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import numbers
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
@@ -23,9 +25,9 @@ from fastbatch._args import (
 )
 from fastbatch._base import BatchVectorEnv
 from fastbatch._infos import add_info, episode_info, numeric_info
-from fastbatch._native_attrs import NativeAttributes, check_render_mode
-from fastbatch.errors import AsyncStateError
-from fastbatch.registry import REGISTRY, spec_from_dict
+from fastbatch.errors import AsyncStateError, EnvError, PluginError
+from fastbatch.native.attrs import NativeAttributes, check_render_mode
+from fastbatch.registry import REGISTRY, RegisteredEnv, spec_from_dict
 
 __all__ = ["NativeVectorEnv", "RolloutBinding"]
 
@@ -81,10 +83,12 @@ class NativeVectorEnv(BatchVectorEnv):
     """
 
     _max_seed = None  # numpy's SeedSequence takes seeds of any size
+    _gym_spec: gymnasium.envs.registration.EnvSpec | None = None
+    backend = "native"
 
     def __init__(
         self,
-        env_id: str,
+        env_id: str | RegisteredEnv,
         num_envs: int = 1,
         *,
         num_workers: int | None = None,
@@ -97,8 +101,9 @@ class NativeVectorEnv(BatchVectorEnv):
         render_mode: str | None = None,
         **kwargs: Any,
     ) -> None:
-        env_type, spec = REGISTRY.resolve(env_id)
-        check_render_mode(spec.id, render_mode)
+        entry = env_id if isinstance(env_id, RegisteredEnv) else REGISTRY.resolve(env_id)
+        env_type, spec = entry.env_type, entry.spec
+        check_render_mode(spec, render_mode)
         num_envs = positive_int("num_envs", num_envs)
         batch_size = num_envs if batch_size is None else positive_int("batch_size", batch_size)
         if batch_size > num_envs:
@@ -106,15 +111,14 @@ class NativeVectorEnv(BatchVectorEnv):
         workers = worker_count(num_workers, num_threads, num_envs)
         mode = parse_autoreset_mode(autoreset_mode)
         if max_episode_steps is None:  # registered limit, else the env's own (-1)
-            limit = REGISTRY.time_limit(env_id)
-            max_episode_steps = -1 if limit is None else limit
+            max_episode_steps = -1 if entry.time_limit is None else entry.time_limit
         elif (
             isinstance(max_episode_steps, bool)
             or not isinstance(max_episode_steps, numbers.Integral)
             or max_episode_steps < 0
         ):
             raise ValueError(
-                "max_episode_steps must be a non-negative integer or None, "
+                f"{spec.id}: max_episode_steps must be a non-negative integer or None, "
                 f"got {max_episode_steps!r}"
             )
         if stats_key is not None and not isinstance(stats_key, str):
@@ -126,19 +130,22 @@ class NativeVectorEnv(BatchVectorEnv):
         self._stats_key = stats_key
         made_with = {name: kwargs.get(name, default) for name, default in spec.params.items()}
         self._attrs = NativeAttributes(self, made_with, render_mode)
-        self._pool = _core._VectorPool(
-            env_type,
-            num_envs,
-            workers,
-            MODE_CODES[mode],
-            int(max_episode_steps),
-            params,
-            batch_size,
-            blocking_threads(workers, num_workers is None and num_threads is None),
-        )
+        try:
+            self._pool = _core._VectorPool(
+                env_type,
+                num_envs,
+                workers,
+                MODE_CODES[mode],
+                int(max_episode_steps),
+                params,
+                batch_size,
+                blocking_threads(workers, num_workers is None and num_threads is None),
+            )
+        except (EnvError, PluginError) as exc:  # the env's own MakeSpec or constructor threw
+            raise type(exc)(f"{spec.id}: {exc}") from None
         _OPEN.add(self)
         # The envs' own spec: spaces and time limit may depend on the params they were made with.
-        self._env_spec = spec_from_dict(self._pool.spec, spec.id)
+        self._env_spec = spec_from_dict(self._pool.spec, spec.id, spec.renderer)
         # The limit the pool applies (None: none): the one given or registered, else the envs' own.
         own = self._env_spec.max_episode_steps
         self._time_limit = own if max_episode_steps < 0 else (int(max_episode_steps) or None)
@@ -267,6 +274,25 @@ class NativeVectorEnv(BatchVectorEnv):
         )
 
     @property
+    def time_limit(self) -> int | None:
+        """The time limit the pool applies, in steps (None: none): ``max_episode_steps`` given
+        to make, else the one registered for the id, else the envs' own (which may depend on
+        the params they were made with)."""
+        return self._time_limit
+
+    @property
+    def spec(self) -> gymnasium.envs.registration.EnvSpec | None:
+        """gymnasium's spec of the envs (set by `gymnasium.make_vec`), its
+        ``max_episode_steps`` the limit applied (:attr:`time_limit`)."""
+        return self._gym_spec
+
+    @spec.setter
+    def spec(self, value: gymnasium.envs.registration.EnvSpec | None) -> None:
+        if value is not None:
+            value = dataclasses.replace(value, max_episode_steps=self._time_limit)
+        self._gym_spec = value
+
+    @property
     def num_workers(self) -> int:
         """Threads stepping the batch at most (the calling thread counts as one): the configured
         ``num_workers``, clamped to ``num_envs``."""
@@ -297,12 +323,26 @@ class NativeVectorEnv(BatchVectorEnv):
         self._check_open()
         return self._pool.get_state(index)
 
+    def set_env_state(self, index: int, state: np.ndarray) -> None:
+        """Replaces env ``index``'s internal state with ``state``, a float64 array laid out as
+        `get_env_state` returns it (gymnasium's ``env.state`` for classic control), so that its
+        next step starts there, as after ``env.unwrapped.state = state`` in gymnasium. Only the
+        env's state changes: its episode's step count and return go on, and the last
+        observation is not rewritten.
+
+        Raises IndexError (no env ``index``), TypeError (not a float64 numpy array: nothing is
+        converted), ValueError (another shape than the state's), NotImplementedError naming the
+        env id (its env class has no ``SetState``) and `fastbatch.AsyncStateError` (the env's
+        step is in flight: ``recv()`` it first)."""
+        self._check_open()
+        self._pool.set_state(index, state)
+
     # ------------------------------------------------------------------ gymnasium extras
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Calls (or, when not callable, reads) ``name`` on every env: a tuple in env order.
 
         Native envs answer their params, spaces, ``spec``, ``metadata``, ``render_mode``,
-        ``np_random_seed``, ``state`` and ``render`` (see `fastbatch._native_attrs`)."""
+        ``np_random_seed``, ``state`` and ``render`` (see `fastbatch.native.attrs`)."""
         self._check_open()
         values = [self._attrs.value(name, i) for i in range(self.num_envs)]
         return tuple(v(*args, **kwargs) if callable(v) else v for v in values)

@@ -3,7 +3,7 @@ and its workers.
 
 One segment holds a control block (one 64-byte line per worker plus a completion counter) and
 the batch arrays, each 64-byte aligned and laid out like the native batch buffers: the action
-and observation leaves (one array per leaf of a shared space, see _process_spaces.py), float32
+and observation leaves (one array per leaf of a shared space, see spaces.py), float32
 rewards, bool terminated/truncated, then the reset request (mask and seeds) and the episode
 statistics the workers compute.
 

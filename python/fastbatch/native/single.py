@@ -3,13 +3,14 @@ returns for every native id (a one-env pool, stepped on the calling thread)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from fastbatch.native import NativeVectorEnv
+from fastbatch.native.vector import NativeVectorEnv
 
 __all__ = ["NativeEnv"]
 
@@ -19,7 +20,9 @@ class NativeEnv(gymnasium.Env):
     ``step(action)`` -> ``(obs, reward, terminated, truncated, info)``.
 
     ``params`` are the env's constructor params (as for `fastbatch.make`). The env's own time
-    limit applies (gymnasium.make adds its TimeLimit wrapper with the same limit). After an
+    limit applies (for an id whose limit is the same for every make, gymnasium.make adds its
+    TimeLimit wrapper with that limit; an id whose limit depends on its params is registered
+    without one, so only the env's real limit applies). After an
     episode ends, call ``reset()`` before stepping again (stepping an ended episode raises
     ValueError). The built-in classic-control and MuJoCo envs render with
     ``render_mode="rgb_array"`` (gymnasium's renderer draws the native state); other native envs
@@ -28,6 +31,7 @@ class NativeEnv(gymnasium.Env):
 
     # gymnasium.make checks a render mode against the class's modes; each env narrows its own.
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"]}  # noqa: RUF012
+    _gym_spec: gymnasium.envs.registration.EnvSpec | None = None
 
     def __init__(self, env_id: str, render_mode: str | None = None, **params: Any) -> None:
         self._envs = NativeVectorEnv(
@@ -65,6 +69,18 @@ class NativeEnv(gymnasium.Env):
             bool(truncated[0]),
             _row_info(info),
         )
+
+    @property
+    def spec(self) -> gymnasium.envs.registration.EnvSpec | None:
+        """gymnasium's spec of the env (set by `gymnasium.make`), its ``max_episode_steps`` the
+        limit the env applies itself (a ``TimeLimit`` wrapper around it reports its own)."""
+        return self._gym_spec
+
+    @spec.setter
+    def spec(self, value: gymnasium.envs.registration.EnvSpec | None) -> None:
+        if value is not None:
+            value = dataclasses.replace(value, max_episode_steps=self._envs.time_limit)
+        self._gym_spec = value
 
     def render(self) -> Any:
         """The env's frame (``render_mode="rgb_array"``), or None without a render mode."""

@@ -1,6 +1,6 @@
 """The worker side of the process backend: steps a contiguous block of Python envs.
 
-Protocol (see _shm.py for the layout): the parent writes an operation into this worker's
+Protocol (see shm.py for the layout): the parent writes an operation into this worker's
 control line and bumps its command sequence word; the worker spins briefly, then sleeps on that
 word's futex, runs the operation over its block (reading the operation's argument from its pipe
 when it has one: a pickled space's actions, a call), writes results into the shared arrays,
@@ -23,10 +23,9 @@ import cloudpickle
 
 from fastbatch import _core
 from fastbatch._infos import block_info
-from fastbatch._process_block import Block
-from fastbatch._process_registry import install_registry, quiet_reregistration
-from fastbatch._process_spawn import ready_message
-from fastbatch._shm import (
+from fastbatch.process.block import Block
+from fastbatch.process.gym_registry import install_registry, quiet_reregistration
+from fastbatch.process.shm import (
     CMD_SEQ,
     DONE_SEQ,
     ENDED,
@@ -52,6 +51,7 @@ from fastbatch._shm import (
     send_message,
     word_address,
 )
+from fastbatch.process.spawn import ready_message
 
 # After a command a worker keeps checking for the next one for about a millisecond, yielding its
 # core between checks (on a machine with as many workers as cores, the parent needs a core the
@@ -71,7 +71,7 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Entry point: ``python -m fastbatch._process_worker CONN_FD MEM_FD INDEX PARENT_PID FIRST MODE``.
+    """Entry point: ``python -m fastbatch.process.worker CONN_FD MEM_FD INDEX PARENT_PID FIRST MODE``.
 
     CONN_FD is this worker's end of a socket pair to the parent; MEM_FD is the shared memory
     (a memfd, sized by the parent once the spaces are known).

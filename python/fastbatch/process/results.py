@@ -17,8 +17,8 @@ import numpy as np
 
 from fastbatch._buffers import aligned_copy
 from fastbatch._infos import episode_info
-from fastbatch._process_pool import WorkerSet
-from fastbatch._process_spaces import SpacePlan
+from fastbatch.process.spaces import SpacePlan
+from fastbatch.process.worker_set import WorkerSet
 
 __all__ = ["ResultReader"]
 

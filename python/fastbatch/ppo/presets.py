@@ -1,0 +1,211 @@
+"""Named PPO presets, each built on `PPOConfig`'s defaults, and `resolve` (a preset or an env id,
+then ``--set key=value`` overrides).
+
+One line of rationale a preset; the measurements behind them (scores, wall clock, what was
+tried) are in bench/README.md, "Preset notes".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .config import PPOConfig, parse_value
+
+__all__ = ["PRESETS", "resolve"]
+
+PRESETS: dict[str, PPOConfig] = {
+    # cartpole: small nets, short rollouts, many envs (rl-baselines3-zoo's CartPole PPO).
+    "cartpole": PPOConfig(
+        env_id="CartPole-v1",
+        num_envs=8,
+        rollout_steps=32,
+        total_steps=100_000,
+        gamma=0.98,
+        gae_lambda=0.8,
+        learning_rate=3e-3,
+        anneal_lr=True,
+        epochs=15,
+        minibatches=1,
+        entropy_coef=0.0,
+        normalize_obs=False,
+        normalize_reward=False,
+        checkpoint_every=100,
+    ),
+    # pendulum: the zoo's Pendulum PPO (gamma 0.95, 16 envs, a small initial std).
+    "pendulum": PPOConfig(
+        env_id="Pendulum-v1",
+        num_envs=16,
+        rollout_steps=128,
+        total_steps=300_000,
+        gamma=0.95,
+        gae_lambda=0.95,
+        learning_rate=1e-3,
+        anneal_lr=True,
+        epochs=10,
+        minibatches=8,
+        init_log_std=-0.5,
+    ),
+    # acrobot: the zoo's Acrobot PPO (gamma 0.99, lambda 0.94, 4 epochs).
+    "acrobot": PPOConfig(
+        env_id="Acrobot-v1",
+        num_envs=16,
+        rollout_steps=128,
+        total_steps=300_000,
+        gamma=0.99,
+        gae_lambda=0.94,
+        learning_rate=1e-3,
+        epochs=4,
+        minibatches=4,
+        normalize_reward=False,
+    ),
+    # mountaincar_continuous: long rollouts and a far horizon for its sparse goal reward.
+    "mountaincar_continuous": PPOConfig(
+        env_id="MountainCarContinuous-v0",
+        num_envs=16,
+        rollout_steps=256,
+        total_steps=500_000,
+        gamma=0.999,
+        gae_lambda=0.9,
+        learning_rate=3e-4,
+        epochs=10,
+        minibatches=8,
+        entropy_coef=0.005,
+        init_log_std=0.0,
+    ),
+    # cartpole_novel: velocities hidden (zoo's NoVel): a 64-unit GRU core as the zoo's RecurrentPPO.
+    "cartpole_novel": PPOConfig(
+        env_id="CartPoleNoVel-v1",
+        policy="gru",
+        gru_size=64,
+        num_envs=8,
+        rollout_steps=32,
+        total_steps=100_000,
+        gamma=0.98,
+        gae_lambda=0.8,
+        learning_rate=3e-3,
+        anneal_lr=True,
+        epochs=15,
+        minibatches=1,
+        policy_layers=(64,),
+        value_layers=(64,),
+        normalize_reward=False,
+        checkpoint_every=100,
+    ),
+    # pendulum_novel: the pendulum settings with a 64-unit GRU core for the hidden velocity.
+    "pendulum_novel": PPOConfig(
+        env_id="PendulumNoVel-v1",
+        policy="gru",
+        gru_size=64,
+        num_envs=16,
+        rollout_steps=128,
+        total_steps=300_000,
+        gamma=0.95,
+        gae_lambda=0.95,
+        learning_rate=1e-3,
+        anneal_lr=True,
+        epochs=10,
+        minibatches=4,
+        policy_layers=(64,),
+        value_layers=(64,),
+        init_log_std=-0.5,
+    ),
+    # halfcheetah: the zoo's tuned HalfCheetah PPO with a quarter of its update work.
+    "halfcheetah": PPOConfig(
+        env_id="HalfCheetah-v5",
+        backend="native",
+        num_envs=32,
+        rollout_steps=64,
+        total_steps=1_000_000,
+        gamma=0.98,
+        gae_lambda=0.92,
+        learning_rate=2e-4,
+        epochs=5,
+        minibatches=8,
+        clip_ratio=0.2,
+        entropy_coef=0.000401762,
+        value_coef=0.58096,
+        max_grad_norm=0.8,
+        init_log_std=-2.0,
+        activation="relu",
+        policy_layers=(256, 256),
+        value_layers=(256, 256),
+        jit_compile=True,
+    ),
+    # hopper: CleanRL's MuJoCo PPO settings (8 envs x 256 steps, 32 minibatches).
+    "hopper": PPOConfig(
+        env_id="Hopper-v5",
+        backend="native",
+        num_envs=8,
+        rollout_steps=256,
+        total_steps=1_000_000,
+        learning_rate=3e-4,
+        anneal_lr=True,
+        epochs=10,
+        minibatches=32,
+    ),
+    # walker2d: CleanRL's MuJoCo PPO settings, as hopper.
+    "walker2d": PPOConfig(
+        env_id="Walker2d-v5",
+        backend="native",
+        num_envs=8,
+        rollout_steps=256,
+        total_steps=1_000_000,
+        learning_rate=3e-4,
+        anneal_lr=True,
+        epochs=10,
+        minibatches=32,
+    ),
+    # humanoid: the ant settings; an initial std of 0.37 fits the actions' range of +-0.4.
+    "humanoid": PPOConfig(
+        env_id="Humanoid-v5",
+        backend="native",
+        num_envs=32,
+        rollout_steps=64,
+        total_steps=1_000_000,
+        learning_rate=3e-4,
+        anneal_lr=True,
+        epochs=10,
+        minibatches=8,
+        init_log_std=-1.0,
+    ),
+    # ant: v4's 27-dim observation, an initial std of 0.37, 32 envs x 64 steps.
+    "ant": PPOConfig(
+        env_id="Ant-v5",
+        env_kwargs={"include_cfrc_ext_in_observation": False},
+        backend="native",
+        num_envs=32,
+        rollout_steps=64,
+        total_steps=1_000_000,
+        learning_rate=3e-4,
+        anneal_lr=True,
+        epochs=10,
+        minibatches=8,
+        init_log_std=-1.0,
+    ),
+}
+
+
+def resolve(name: str, overrides: list[str] | tuple[str, ...] = (), **changes: Any) -> PPOConfig:
+    """A preset (or the defaults for an env id), then `key=value` overrides, then `changes`."""
+    if name in PRESETS:
+        config = PRESETS[name]
+    else:
+        config = PPOConfig().replace(env_id=name)
+    known = {f.name for f in dataclasses.fields(PPOConfig)}
+    parsed: dict[str, Any] = {}
+    for item in overrides:
+        if "=" not in item:
+            raise ValueError(f"--set takes key=value, got {item!r}")
+        key, text = item.split("=", 1)
+        key = key.strip()
+        if key not in known:
+            raise ValueError(f"unknown config key {key!r}; known keys: {', '.join(sorted(known))}")
+        try:
+            parsed[key] = parse_value(key, text.strip())
+        except ValueError as exc:
+            raise ValueError(f"bad value for {key}: {exc}") from None
+    unknown = set(changes) - known
+    if unknown:
+        raise ValueError(f"unknown config key(s) {sorted(unknown)}")
+    return config.replace(**parsed, **changes)
