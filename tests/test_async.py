@@ -14,6 +14,8 @@ import fastbatch
 from fastbatch import AsyncStateError
 from tests.envs import raised_by, scripted
 
+pytestmark = [pytest.mark.engine, pytest.mark.threads]
+
 
 def policy(env_id: np.ndarray, steps: np.ndarray) -> np.ndarray:
     """A deterministic action per (env, that env's step count)."""
@@ -138,6 +140,7 @@ ASYNC_MISUSE = {
 }
 
 
+@pytest.mark.no_tsan
 @pytest.mark.parametrize("case", list(ASYNC_MISUSE))
 def test_async_misuse_raises_the_same_error_on_both_backends(all_backends, case):
     raised = {}
@@ -149,7 +152,9 @@ def test_async_misuse_raises_the_same_error_on_both_backends(all_backends, case)
     assert issubclass(raised["native"][0], AsyncStateError)
 
 
-@pytest.mark.parametrize("backend", ["native", "process"], indirect=True)
+@pytest.mark.parametrize(
+    "backend", ["native", pytest.param("process", marks=pytest.mark.no_tsan)], indirect=True
+)
 def test_sync_mode_send_and_recv_are_step(backend):
     a = backend.make(3, "CartPole-v1", seed=1)
     b = backend.make(3, "CartPole-v1", seed=1)
@@ -315,6 +320,7 @@ def test_envs_in_flight_are_not_touched_by_seed_state_or_masked_reset():
 
 
 # ---------------------------------------------------------------------------- process
+@pytest.mark.no_tsan
 def test_process_async_send_recv_works_on_whole_worker_blocks():
     env = scripted(4, num_workers=2, batch_size=2)
     env.reset(seed=0)

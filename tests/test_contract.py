@@ -16,6 +16,8 @@ from gymnasium.wrappers.vector import RecordEpisodeStatistics
 import fastbatch
 from tests.envs import COUNTER, CounterEnv, assert_infos_equal, raised_by, random_actions
 
+pytestmark = [pytest.mark.engine, pytest.mark.threads]
+
 
 # ---------------------------------------------------------------------------- autoreset
 def _twins(backend, mode, num_envs, max_steps):
@@ -356,6 +358,7 @@ SAME_ERROR = {
 }
 
 
+@pytest.mark.no_tsan
 @pytest.mark.parametrize("case", list(SAME_ERROR))
 def test_both_backends_raise_the_same_error_for_the_same_bad_input(all_backends, case):
     kwargs, state, call, error, message = SAME_ERROR[case]

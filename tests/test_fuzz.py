@@ -6,10 +6,13 @@ documented fastbatch error; the process never crashes; after an error the env st
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastbatch
+
+pytestmark = pytest.mark.engine
 
 ENV_IDS = fastbatch.list_envs()
 ALLOWED = (TypeError, ValueError, fastbatch.AsyncStateError, fastbatch.ClosedEnvError)

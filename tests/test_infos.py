@@ -13,6 +13,8 @@ import fastbatch
 from fastbatch._infos import add_info, numeric_info
 from tests.envs import NumericInfoEnv, ScriptedEnv
 
+pytestmark = pytest.mark.engine
+
 
 def test_infos_statistics_and_per_env_factories_match_gymnasium():
     from gymnasium.wrappers.vector import RecordEpisodeStatistics

@@ -23,6 +23,8 @@ import pytest
 
 import fastbatch
 
+pytestmark = pytest.mark.engine
+
 NUM_ENVS = 4
 STEPS = 2_600  # per env: 4 envs x 2,600 = 10,400 env steps per seed
 SEEDS = (0, 1, 2)

@@ -17,6 +17,8 @@ pytest.importorskip("mujoco")
 import fastbatch
 from fastbatch import mujoco as fb_mujoco
 
+pytestmark = pytest.mark.engine
+
 RTOL, ATOL = 1e-6, 1e-9
 STEPS = {"Humanoid-v5": 150, "HumanoidStandup-v5": 150, "Ant-v5": 200}  # per env id, else 300
 

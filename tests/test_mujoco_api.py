@@ -11,6 +11,8 @@ pytest.importorskip("mujoco")
 import fastbatch
 from fastbatch import mujoco as fb_mujoco
 
+pytestmark = [pytest.mark.engine, pytest.mark.threads]
+
 
 def actions(env, steps: int, seed: int = 0) -> np.ndarray:
     space = env.single_action_space
@@ -20,6 +22,7 @@ def actions(env, steps: int, seed: int = 0) -> np.ndarray:
     )
 
 
+@pytest.mark.no_tsan
 def test_make_picks_the_native_env_and_process_stays_available():
     env = fastbatch.make("HalfCheetah-v5", 2, seed=0)
     assert isinstance(env, fastbatch.NativeVectorEnv)
@@ -205,6 +208,7 @@ def test_step_into_and_rollout_storage_take_float64_observations():
     assert info["reward_forward"].shape == (4,)
 
 
+@pytest.mark.no_tsan
 def test_missing_mujoco_names_the_extra(monkeypatch):
     import importlib.metadata
 
@@ -220,6 +224,7 @@ def test_missing_mujoco_names_the_extra(monkeypatch):
         fb_mujoco.build()
 
 
+@pytest.mark.no_tsan
 def test_old_or_mismatched_mujoco_names_both_versions(monkeypatch):
     import importlib.metadata
 
@@ -291,6 +296,7 @@ def test_make_drops_the_mujoco_packages_profiling_clock_but_keeps_a_users_timer(
         "",  # still open at exit
     ],
 )
+@pytest.mark.no_tsan
 def test_close_with_steps_in_flight_does_not_deadlock_on_a_python_timer(end):
     # A timer set from Python runs on the pool's threads and takes the GIL: close() must let
     # the steps in flight finish without holding it, and so must the engine's pool when it is

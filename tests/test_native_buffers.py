@@ -15,6 +15,8 @@ from gymnasium.vector import AutoresetMode
 import fastbatch
 from tests.envs import assert_same, random_actions, rollout
 
+pytestmark = [pytest.mark.engine, pytest.mark.threads]
+
 ENV_IDS = fastbatch.list_envs()
 
 

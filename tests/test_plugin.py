@@ -14,6 +14,8 @@ import pytest
 
 import fastbatch
 
+pytestmark = pytest.mark.engine
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "native_env_plugin"
 FAULTY = Path(__file__).parent / "plugins" / "faulty_plugins.cc"

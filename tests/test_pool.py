@@ -9,12 +9,15 @@ import pytest
 
 import fastbatch
 
+pytestmark = [pytest.mark.engine, pytest.mark.threads]
+
 
 def rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * 4096
 
 
+@pytest.mark.no_tsan
 @pytest.mark.parametrize("batch_size", [256, 128], ids=["sync", "async"])
 def test_an_idle_pool_uses_almost_no_cpu(batch_size):
     env = fastbatch.make("CartPole-v1", num_envs=256, num_workers=2, batch_size=batch_size, seed=0)
@@ -30,6 +33,7 @@ def test_an_idle_pool_uses_almost_no_cpu(batch_size):
     assert used < 0.05, f"idle pool used {used:.1%} of a core"
 
 
+@pytest.mark.no_sanitizer
 def test_steady_stepping_does_not_grow_memory():
     env = fastbatch.make("CartPole-v1", num_envs=64, num_workers=2, seed=0)
     env.reset()

@@ -12,6 +12,8 @@ from gymnasium.vector import SyncVectorEnv
 import fastbatch
 from tests.envs import LegacyEnv, scripted, worker_processes
 
+pytestmark = pytest.mark.engine
+
 
 def test_a_gymnasium_env_steps_exactly_as_in_sync_vector_env():
     env = fastbatch.make("CartPole-v1", 6, backend="process", num_workers=2)

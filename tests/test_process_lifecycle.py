@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 import fastbatch
 from tests.envs import CrashOnResetEnv, RestartOnceEnv, ScriptedEnv, scripted, worker_processes
 
+pytestmark = pytest.mark.engine
+
 
 def pids_alive(pids):
     alive = []

@@ -12,6 +12,8 @@ import pytest
 
 import fastbatch
 
+pytestmark = [pytest.mark.engine, pytest.mark.threads]
+
 VARIABLE = "_TestVariableCost-v0"
 
 
