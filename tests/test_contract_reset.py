@@ -1,5 +1,5 @@
-"""The gymnasium vector contract on every backend (the `backend` fixture), part one: seeding and
-reset masks (test_contract.py holds the rest)."""
+"""The gymnasium vector contract on every backend (the `backend` fixture): seeding and reset
+masks. test_contract.py holds autoreset, episode statistics, bad input and use after close."""
 
 from __future__ import annotations
 
