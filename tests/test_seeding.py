@@ -11,6 +11,7 @@ gets 128 unpredictable bits, as numpy's ``SeedSequence()`` draws, and keeps them
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -67,6 +68,93 @@ def test_streams_are_numpy_spawn_keys(stream):
     np.testing.assert_array_equal(_core._rng_draws(12, "raw", 8, stream), expected)
 
 
+# (low, high) of integers(low, high): spans of one value (no draw), 32-bit spans (Lemire on
+# buffered halves; 2**31 + 1 rejects half its draws), exactly 2**32 values (a bare 32-bit half),
+# and 64-bit spans (2**62 + 1 either side rejects half).
+INTEGER_RANGES = [
+    (0, 1), (0, 2), (0, 3), (0, 7), (0, 10), (0, 1000), (0, 2**31), (0, 2**31 + 1),
+    (0, 2**32 - 1), (0, 2**32), (0, 2**32 + 1), (0, 2**33), (0, 2**62), (0, 2**63 - 1),
+    (-5, 5), (-7, -2), (-1, 0), (-(2**31), 2**31), (-(2**31), 2**31 + 1), (-(2**63), 0),
+    (-(2**62), 2**62 + 1), (2**62, 2**63 - 1), (-(2**63), 2**63 - 1), (-(2**63), -(2**63) + 1),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("low, high", INTEGER_RANGES)
+@pytest.mark.parametrize("seed", [0, 77, 2**64 + 5])
+def test_integers_match_numpy(seed, low, high):
+    expected = np.random.default_rng(seed).integers(low, high, size=3000)
+    assert expected.dtype == np.int64
+    draws = _core._rng_draws(seed, "integers", 3000, low=low, high=high)
+    assert draws.dtype == np.int64
+    np.testing.assert_array_equal(draws, expected)
+    generator = np.random.default_rng(seed)  # scalar draws are the array's elements in order
+    scalars = [generator.integers(high) if low == 0 else generator.integers(low, high)]
+    scalars += [generator.integers(low, high) for _ in range(49)]
+    np.testing.assert_array_equal(draws[:50], scalars)
+
+
+def numpy_draw(generator: np.random.Generator, draw: tuple) -> int | float:
+    """What numpy gives for one `_rng_sequence` draw ("choice", n: numpy's choice(n), which
+    fastbatch draws as ("integers", 0, n))."""
+    kind, *args = draw
+    if kind == "raw":
+        return int(generator.bit_generator.random_raw())
+    if kind == "uniform":
+        return float(generator.uniform(*args) if args else generator.random())
+    if kind == "normal":
+        return float(generator.standard_normal())
+    if kind == "choice":
+        return int(generator.choice(*args))
+    return int(generator.integers(*args))
+
+
+def as_fastbatch(draw: tuple) -> tuple:
+    return ("integers", 0, draw[1]) if draw[0] == "choice" else draw
+
+
+@pytest.mark.parametrize("seed", [0, 5, 2**70 + 1])
+def test_mixed_draws_keep_numpys_buffered_half(seed):
+    # A 32-bit span takes the low half of an output and leaves the high half for the next 32-bit
+    # span, whatever 64-bit draws (uniform, normal, raw, wide spans) come between.
+    plan = [
+        ("integers", 7), ("uniform",), ("integers", 7), ("normal",), ("integers", 3),
+        ("integers", 2**40), ("integers", -3, 9), ("raw",), ("integers", 2**32),
+        ("uniform", -2.0, 5.0), ("integers", 1), ("integers", 5), ("choice", 6), ("choice", 2**40),
+    ]  # fmt: skip
+    planner = np.random.default_rng(seed)
+    kinds = [("uniform",), ("normal",), ("raw",), ("uniform", -1.0, 1.0)]
+    for _ in range(1500):
+        pick = int(planner.integers(len(kinds) + 2 * len(INTEGER_RANGES)))
+        if pick < len(kinds):
+            plan.append(kinds[pick])
+        else:
+            low, high = INTEGER_RANGES[(pick - len(kinds)) // 2]
+            wide = low != 0 or pick % 2 == 0
+            plan.append(("integers", low, high) if wide else ("choice", high))
+    generator = np.random.default_rng(seed)
+    expected = [numpy_draw(generator, draw) for draw in plan]
+    assert _core._rng_sequence(seed, [as_fastbatch(draw) for draw in plan]) == expected
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 7, 2**31 + 1, 2**32, 2**40])
+def test_choice_of_an_int_is_integers_from_zero(n):
+    generator = np.random.default_rng(9)
+    scalars = [generator.choice(n) for _ in range(200)]
+    draws = _core._rng_draws(9, "integers", 400, high=n)
+    np.testing.assert_array_equal(draws[:200], scalars)
+    np.testing.assert_array_equal(draws[200:], generator.choice(n, size=200))
+
+
+def test_empty_integer_ranges_are_refused_as_numpy_refuses_them():
+    for low, high, message in ((0, 0, "high <= 0"), (5, 5, "low >= high"), (3, -3, "low >= high")):
+        with pytest.raises(ValueError, match=message):
+            np.random.default_rng(0).integers(low, high)
+        with pytest.raises(ValueError, match=message):
+            _core._rng_sequence(0, [("integers", high) if low == 0 else ("integers", low, high)])
+    with pytest.raises(ValueError, match="high is given with kind 'integers'"):
+        _core._rng_draws(0, "integers", 1)
+
+
 def test_ziggurat_tables_are_what_their_generator_computes():
     script = ROOT / "tools" / "ziggurat_tables.py"
     done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
@@ -78,6 +166,53 @@ def test_negative_seeds_are_refused_and_seed_no_env():
     with pytest.raises(ValueError, match="non-negative"):
         env.unwrapped._pool.seed([9, -1])
     assert env.unwrapped._pool.np_random_seeds() == [4, 5]
+
+
+# ---------------------------------------------------------------------------- the pool's states
+@pytest.fixture(scope="module")
+def rng_plugins(tmp_path_factory) -> Path:
+    """tests/plugins/rng_plugins.cc built against the current headers and registered."""
+    library = tmp_path_factory.mktemp("rng_plugins") / "librng_plugins.so"
+    compiler = shutil.which("c++") or shutil.which("g++")
+    source = ROOT / "tests" / "plugins" / "rng_plugins.cc"
+    cmd = [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", f"-I{fastbatch.get_include()}"]
+    done = subprocess.run([*cmd, str(source), "-o", str(library)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    ids = fastbatch.register_native_env(None, library, replace=True)
+    assert ids == ["RngDraws-v0", "StateWordsV4-v0"]
+    return library
+
+
+def test_the_buffered_half_lives_in_each_envs_pool_state(rng_plugins):
+    # Each reset and step draws integers(7), random(), integers(-3, 2**33): the half that
+    # integers(7) leaves is taken by the next reset or step, through the pool's state.
+    assert _core._load_plugin(str(rng_plugins))[0].abi_version == 5
+    env = fastbatch.make("RngDraws-v0", 3, seed=10, num_workers=2)
+    rows = [env.reset()[0]] + [env.step(np.zeros(3, np.int64))[0] for _ in range(3)]
+    rows += [env.reset()[0], env.reset(seed=[None, 4, None])[0]]
+    for i in range(3):
+        generator = np.random.default_rng(10 + i)
+        expected = []
+        for row in range(len(rows)):
+            if row == 5 and i == 1:
+                generator = np.random.default_rng(4)
+            expected.append(
+                [generator.integers(7), generator.random(), generator.integers(-3, 2**33)]
+            )
+        np.testing.assert_array_equal(np.array(rows)[:, i], expected, err_msg=f"env {i}")
+    env.close()
+
+
+def test_a_version_4_table_gets_32_byte_pcg64_states(rng_plugins):
+    assert _core._load_plugin(str(rng_plugins))[1].abi_version == 4
+    env = fastbatch.make("StateWordsV4-v0", 3, seed=5)
+    obs, _ = env.reset()
+    for i in range(3):
+        state = np.random.PCG64(5 + i).state["state"]
+        words = [state["state"], state["state"] >> 64, state["inc"], state["inc"] >> 64]
+        expected = np.array([w & (2**64 - 1) for w in words], np.uint64)
+        np.testing.assert_array_equal(obs[i].view(np.uint64), expected, err_msg=f"env {i}")
+    env.close()
 
 
 # ---------------------------------------------------------------------------- classic control

@@ -52,7 +52,7 @@ class _EnvType:
         to ``{"default", "kind", "low", "high", "choices"}``."""
     @property
     def abi_version(self) -> int:
-        """The ABI version the table was built with (1 or 2)."""
+        """The ABI version the table was built with (1 to 5)."""
     @property
     def id(self) -> str: ...
     @property
@@ -163,6 +163,9 @@ class _VectorPool:
         SAME_STEP's final infos (``"final"``)."""
     def get_state(self, env: int) -> npt.NDArray[np.float64]:
         """The internal state of env ``env`` (tests and debugging)."""
+    def set_state(self, env: int, state: npt.NDArray[np.float64]) -> None:
+        """Replaces env ``env``'s internal state (float64, ``get_state``'s shape; ABI 5): raises
+        IndexError, TypeError, ValueError, NotImplementedError (no ``SetState``), AsyncStateError."""
     def rollout_context(
         self,
         obs: npt.NDArray[Any],
@@ -248,7 +251,19 @@ def _native_loop_seconds(
     ``batch_size`` < num_envs: async, each step a recv of batch_size envs and a send (bench/)."""
 
 def _rng_draws(
-    seed: int, kind: str, count: int, stream: int | None = None
-) -> npt.NDArray[np.uint64] | npt.NDArray[np.float64]:
-    """Test hook: ``count`` draws of kind "raw", "uniform" or "normal" from ``fastbatch::Rng``
-    seeded as numpy's ``Generator(PCG64(SeedSequence(seed, spawn_key=(stream,))))``."""
+    seed: int,
+    kind: str,
+    count: int,
+    stream: int | None = None,
+    low: int = 0,
+    high: int | None = None,
+) -> npt.NDArray[np.uint64] | npt.NDArray[np.float64] | npt.NDArray[np.int64]:
+    """Test hook: ``count`` draws of kind "raw", "uniform", "normal" or "integers" (``low``,
+    ``high``) from ``fastbatch::Rng`` seeded as numpy's
+    ``Generator(PCG64(SeedSequence(seed, spawn_key=(stream,))))``."""
+
+def _rng_sequence(
+    seed: int, draws: list[tuple[Any, ...]], stream: int | None = None
+) -> list[int | float]:
+    """Test hook: one ``fastbatch::Rng`` seeded as ``_rng_draws``'s making ``draws`` in order,
+    e.g. ``[("integers", 7), ("uniform",), ("integers", -3, 9), ("normal",), ("raw",)]``."""

@@ -189,6 +189,23 @@ BoolArray CheckResetMask(const py::array& mask, int64_t num_envs) {
   return BoolArray::ensure(mask);
 }
 
+DoubleArray CheckState(py::handle state, int64_t size) {
+  const std::string form =
+      "a float64 numpy array of shape " + (size < 0 ? "(n,)" : "(" + std::to_string(size) + ",)");
+  if (!py::isinstance<py::array>(state)) {
+    throw py::type_error("state must be " + form + ", got " +
+                         py::str(py::type::handle_of(state).attr("__name__")).cast<std::string>());
+  }
+  const auto a = py::reinterpret_borrow<py::array>(state);
+  if (!a.dtype().is(py::dtype::of<double>()) && !a.dtype().equal(py::dtype::of<double>())) {
+    throw py::type_error("state must be " + form + ", got dtype " + DTypeString(a.dtype()));
+  }
+  if (a.ndim() != 1 || (size >= 0 && a.shape(0) != size)) {
+    throw py::value_error("state must be " + form + ", got shape " + ShapeString(ShapeOf(a)));
+  }
+  return DoubleArray::ensure(a);
+}
+
 void CheckOutArray(const char* name, const py::array& a, const py::dtype& dtype,
                    std::span<const py::ssize_t> shape) {
   const py::dtype got = a.dtype();

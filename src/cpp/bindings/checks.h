@@ -1,8 +1,8 @@
 // Checks of Python-facing arguments, made once at the boundary, before the GIL is released:
 // actions (ActionChecker, also bound as `_core._ActionChecker` so the process backend applies
-// the same rules and messages), reset masks, env ids, and the caller-owned output arrays of
-// `_VectorPool.step_into`. Each raises TypeError (wrong kind of value or dtype) or ValueError
-// (wrong shape, out of range, NaN) naming the expected form.
+// the same rules and messages), reset masks, env ids, the caller-owned output arrays of
+// `_VectorPool.step_into` and the states of `_VectorPool.set_state`. Each raises TypeError (wrong
+// kind of value or dtype) or ValueError (wrong shape, out of range, NaN) naming the expected form.
 //
 // Threading: Python objects throughout, so every call holds the GIL. Ownership: the returned
 // arrays are new references; they are the input itself whenever it already has the right dtype
@@ -26,6 +26,7 @@ namespace py = pybind11;
 
 using Int64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 using BoolArray = py::array_t<bool, py::array::c_style | py::array::forcecast>;
+using DoubleArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
 // A shape as Python prints a tuple: "(8,)", "(7, 2)", "()".
 std::string ShapeString(std::span<const py::ssize_t> shape);
@@ -82,6 +83,11 @@ Int64Array CheckEnvIds(py::handle env_ids);
 // A reset mask for `num_envs` envs: a bool ndarray of shape (num_envs,) (TypeError for another
 // dtype, ValueError for another shape); returned C-contiguous.
 BoolArray CheckResetMask(const py::array& mask, int64_t num_envs);
+
+// An env state for set_state: a numpy array of dtype float64 (TypeError "state must be a
+// float64 numpy array of shape (4,), got ..." for another dtype or a list: nothing is converted)
+// of shape (size,) (ValueError; size < 0: any 1-D shape); returned C-contiguous.
+DoubleArray CheckState(py::handle state, int64_t size);
 
 // An output array of step_into: exactly `dtype` (TypeError), exactly `shape` (ValueError),
 // writeable and C-contiguous, 64-byte aligned (ValueError). `name` starts each message.

@@ -153,6 +153,7 @@ void RegisterVectorPool(py::module_& m) {
       .def("final_obs", &PyVectorPool::FinalObs)
       .def("infos", &PyVectorPool::Infos, py::arg("which") = "step")
       .def("get_state", &PyVectorPool::GetState, py::arg("env"))
+      .def("set_state", &PyVectorPool::SetState, py::arg("env"), py::arg("state"))
       .def("rollout_context", &PyVectorPool::RolloutContextFor, py::arg("obs"), py::arg("reward"),
            py::arg("terminated"), py::arg("truncated"), py::arg("final_obs"))
       .def("rollout_episodes", &PyVectorPool::RolloutEpisodes)

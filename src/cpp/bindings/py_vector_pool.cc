@@ -307,6 +307,31 @@ py::array_t<double> PyVectorPool::GetState(int64_t env) {
   return py::array_t<double>(std::min<int64_t>(n, 256), buffer);
 }
 
+void PyVectorPool::SetState(int64_t env, py::handle state) {
+  CallGuard guard(&busy_, &closing_);
+  CheckOpen();
+  const int64_t n = pool_->num_envs();
+  if (env < 0 || env >= n) {
+    throw py::index_error("env index " + std::to_string(env) + " is out of range for " +
+                          std::to_string(n) + " envs");
+  }
+  if (!pool_->can_set_state()) {
+    const std::string id = pool_->spec().id;
+    const uint32_t version = type_.api->abi_version;
+    const std::string why =
+        version < 5 ? "its table was built for ABI version " + std::to_string(version) +
+                          " (set_state came in version 5): rebuild it against this fastbatch's "
+                          "headers"
+                    : "its env class has no `void SetState(const double* state)` "
+                      "(fastbatch/env.h)";
+    PyErr_SetString(PyExc_NotImplementedError, (id + " cannot set an env's state: " + why).c_str());
+    throw py::error_already_set();
+  }
+  const int64_t size = pool_->GetState(env, nullptr, 0);  // 0: a table without get_state
+  const DoubleArray checked = CheckState(state, size > 0 ? size : -1);
+  pool_->SetState(env, checked.data(), checked.shape(0));
+}
+
 void PyVectorPool::Close() {
   closing_.store(true, std::memory_order_release);
   bool acquired = false;

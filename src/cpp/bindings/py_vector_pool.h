@@ -106,6 +106,11 @@ class PyVectorPool {
   py::object Infos(const std::string& which);
   // The internal float64 state of env `env` (for tests and debugging).
   py::array_t<double> GetState(int64_t env);
+  // Replaces env `env`'s internal state with `state` (checks.h, CheckState: float64, the size of
+  // GetState's). Raises IndexError for a bad index, NotImplementedError naming the env id when
+  // its state cannot be set, TypeError/ValueError for a bad array, AsyncStateError while the env
+  // is in flight, and ValueError with the env's message when it refuses the state.
+  void SetState(int64_t env, py::handle state);
   void Close();
   // Closes the pool without destroying it, for a forked child (see "Fork" above): no thread is
   // joined or woken and no env is freed. Any thread may call it; it never waits.

@@ -22,9 +22,12 @@ py::int_ SeedInt(const std::vector<uint32_t>& words);
 
 }  // namespace fastbatch
 
-// Registers `_rng_draws(seed, kind, count, stream=None)`: `count` draws of kind "raw" (uint64,
-// PCG64's random_raw), "uniform" (float64 in [0, 1)) or "normal" (standard_normal) from an Rng
-// seeded with `seed` (and numpy's spawn key `(stream,)` if given), as a numpy array.
+// Registers the test hooks `_rng_draws(seed, kind, count, stream=None, low=0, high=None)`:
+// `count` draws of kind "raw" (uint64, PCG64's random_raw), "uniform" (float64 in [0, 1)),
+// "normal" (standard_normal) or "integers" (int64, integers(low, high)) from an Rng seeded with
+// `seed` (and numpy's spawn key `(stream,)` if given), as a numpy array; and
+// `_rng_sequence(seed, draws, stream=None)`: the draws of a list of kinds with their arguments
+// (e.g. [("integers", 7), ("uniform",), ("integers", -3, 9)]) from one Rng, as a list.
 void RegisterRngDraws(py::module_& m);
 
 #endif  // FASTBATCH_BINDINGS_SEEDS_H_

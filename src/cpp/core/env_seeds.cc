@@ -1,5 +1,6 @@
 #include "env_seeds.h"
 
+#include <cstring>
 #include <random>
 #include <stdexcept>
 
@@ -16,17 +17,19 @@ uint64_t SplitMix64(uint64_t* x) {
 }
 
 // The xoshiro256** seeding of ABI versions 1-3 (their headers' Rng::Seed(state, seed, 0)).
-void SeedXoshiro(fb_rng* state, const std::vector<uint32_t>& words) {
+void SeedXoshiro(uint64_t* s, const std::vector<uint32_t>& words) {
   uint64_t x = 0;
   for (size_t k = 0; k < words.size(); ++k) x ^= static_cast<uint64_t>(words[k]) << (32 * (k % 2));
-  for (uint64_t& word : state->s) word = SplitMix64(&x);
+  for (int k = 0; k < 4; ++k) s[k] = SplitMix64(&x);
 }
 
 }  // namespace
 
 EnvSeeds::EnvSeeds(int64_t num_envs, uint32_t abi_version)
     : numpy_streams_(abi_version >= 4),
-      states_(static_cast<size_t>(num_envs)),
+      buffered_(abi_version >= 5),
+      states_(buffered_ ? static_cast<size_t>(num_envs) : 0),
+      legacy_states_(buffered_ ? 0 : static_cast<size_t>(num_envs)),
       words_(static_cast<size_t>(num_envs)) {}
 
 void EnvSeeds::Seed(int64_t env, const uint32_t* words, size_t count) {
@@ -34,11 +37,16 @@ void EnvSeeds::Seed(int64_t env, const uint32_t* words, size_t count) {
   while (count > 1 && words[count - 1] == 0) --count;
   std::vector<uint32_t>& kept = words_[static_cast<size_t>(env)];
   kept.assign(words, words + count);
-  fb_rng* state = &states_[static_cast<size_t>(env)];
+  fb_rng state{};
   if (numpy_streams_) {
-    Rng::Seed(state, SeedSequence(kept.data(), kept.size()));
+    Rng::Seed(&state, SeedSequence(kept.data(), kept.size()));
   } else {
-    SeedXoshiro(state, kept);
+    SeedXoshiro(state.s, kept);
+  }
+  if (buffered_) {
+    states_[static_cast<size_t>(env)] = state;
+  } else {
+    std::memcpy(legacy_states_[static_cast<size_t>(env)].s, state.s, sizeof(state.s));
   }
 }
 

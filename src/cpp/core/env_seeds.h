@@ -14,6 +14,10 @@
 // the xoshiro256** Rng of their own headers; they are seeded as before version 4 (splitmix64 of
 // the seed, whose words beyond 64 bits are folded in), so their streams do not change.
 //
+// Layout: each table gets the fb_rng layout it was built with (abi.h, "Versions"): 40-byte
+// states (PCG64 and its 32-bit buffer) for version 5 or later, 32-byte `{s[4]}` states for
+// versions 1 to 4. `states()` is typed fb_rng* either way; only the table indexes it.
+//
 // Threading: called by the pool's caller thread, never while the envs are being reset or
 // stepped.
 #ifndef FASTBATCH_CORE_ENV_SEEDS_H_
@@ -41,12 +45,24 @@ class EnvSeeds {
   const std::vector<uint32_t>& seed_words(int64_t env) const {
     return words_[static_cast<size_t>(env)];
   }
-  // [num_envs] states, for fb_batch.rngs.
-  fb_rng* states() { return states_.data(); }
+  // [num_envs] states in the table's layout (see above), for fb_batch.rngs. Owned here; valid
+  // as long as this object.
+  fb_rng* states() {
+    // A version 1-4 table reads these as its own 32-byte fb_rng: the pointer only travels.
+    return buffered_ ? states_.data() : reinterpret_cast<fb_rng*>(legacy_states_.data());
+  }
 
  private:
-  bool numpy_streams_;  // ABI version 4 or later
-  std::vector<fb_rng> states_;
+  // fb_rng as ABI versions 1 to 4 laid it out.
+  struct LegacyRng {
+    uint64_t s[4];
+  };
+  static_assert(sizeof(LegacyRng) == 32 && sizeof(fb_rng) == 40, "fb_rng layouts (abi.h)");
+
+  bool numpy_streams_;                    // ABI version 4 or later
+  bool buffered_;                         // ABI version 5 or later: fb_rng with its 32-bit buffer
+  std::vector<fb_rng> states_;            // [num_envs] when buffered_, else empty
+  std::vector<LegacyRng> legacy_states_;  // [num_envs] when not buffered_, else empty
   std::vector<std::vector<uint32_t>> words_;
 };
 

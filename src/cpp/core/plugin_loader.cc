@@ -47,6 +47,11 @@ bool HasV2Fields(const fb_env_api* api) {
   return api->abi_version >= 2 && api->struct_size >= kV2ApiSize;
 }
 
+SetStateFn SetStateOf(const fb_env_api* api) {
+  constexpr size_t kV5ApiSize = offsetof(fb_env_api, set_state) + sizeof(fb_env_api::set_state);
+  return api->abi_version >= 5 && api->struct_size >= kV5ApiSize ? api->set_state : nullptr;
+}
+
 int64_t InfoRowSize(const fb_spec* spec, uint32_t abi_version) {
   if (abi_version < 3) return 0;
   int64_t row = 0;

@@ -41,6 +41,9 @@ void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& 
 
 // True when a field appended in ABI version 2 may be read from `api`.
 bool HasV2Fields(const fb_env_api* api);
+// The table's set_state (ABI version 5), or NULL when it has none or predates it.
+using SetStateFn = int32_t (*)(void*, int64_t, const double*, int64_t, fb_error*);
+SetStateFn SetStateOf(const fb_env_api* api);
 
 // Doubles in one env's info row of `spec` (ABI version 3; 0 for older tables or no infos).
 int64_t InfoRowSize(const fb_spec* spec, uint32_t abi_version);

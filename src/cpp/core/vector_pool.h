@@ -180,7 +180,17 @@ class VectorPool {
   }
 
   // The env's internal state (see fb_env_api.get_state); returns its size, 0 if unsupported.
+  // Throws AsyncStateError while the env is in flight.
   int64_t GetState(int64_t env, double* out, int64_t capacity) const;
+  // Whether SetState can work: the table has set_state (ABI version 5, an env with SetState).
+  bool can_set_state() const;
+  // Replaces the env's internal state with `size` doubles laid out as GetState writes them
+  // (fb_env_api.set_state). Only the env's own state changes: the pool's books of its episode
+  // (steps, return, a pending autoreset) stay, and no observation is rewritten, so the next
+  // step starts from `in`. Throws std::logic_error when !can_set_state(), AsyncStateError while
+  // the env is in flight, and std::invalid_argument with the env's message when it refuses the
+  // state.
+  void SetState(int64_t env, const double* in, int64_t size);
 
  private:
   static void StepTask(void* self, int64_t begin, int64_t end);

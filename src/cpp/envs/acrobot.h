@@ -74,6 +74,11 @@ class Acrobot {
   void GetState(double* out) const {
     for (int i = 0; i < 4; ++i) out[i] = s_[i];
   }
+  // The reference's `env.state = ...` (a float32 state, as after its reset, is the same values:
+  // its step computes in float64 either way).
+  void SetState(const double* state) {
+    for (int i = 0; i < 4; ++i) s_[i] = state[i];
+  }
 
  private:
   static void Dsdt(const double* s, double* out) {

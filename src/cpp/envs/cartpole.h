@@ -84,6 +84,10 @@ class CartPole {
   void GetState(double* out) const {
     for (int i = 0; i < 4; ++i) out[i] = state_[i];
   }
+  // The reference's `env.state = ...` (its count of steps past termination stays).
+  void SetState(const double* state) {
+    for (int i = 0; i < 4; ++i) state_[i] = state[i];
+  }
 
  private:
   void WriteObs(float* obs) const {

@@ -61,6 +61,11 @@ class MountainCar {
     out[0] = position_;
     out[1] = velocity_;
   }
+  // The reference's `env.state = ...`.
+  void SetState(const double* state) {
+    position_ = state[0];
+    velocity_ = state[1];
+  }
 
  private:
   void WriteObs(float* obs) const {
@@ -135,6 +140,15 @@ class MountainCarContinuous {
   void GetState(double* out) const {
     out[0] = position_;
     out[1] = velocity_;
+  }
+  // The reference's `env.state = ...`. Its step computes in the state's dtype, which a
+  // float64 state does not carry: a state of two float32 values is taken as float32 (the
+  // reference's state after any step), any other as float64 (after a reset, the position is a
+  // float64 draw). A float64 array of float32 values set on the reference steps differently.
+  void SetState(const double* state) {
+    position_ = state[0];
+    velocity_ = state[1];
+    state_is_f32_ = RoundToF32(position_) == position_ && RoundToF32(velocity_) == velocity_;
   }
 
  private:

@@ -5,7 +5,7 @@
 // dropped, so the observation holds exactly what the agent may see (the same information).
 //   CartPoleNoVel-v1: (cart position, pole angle) of CartPole-v1's (x, x_dot, theta, theta_dot)
 //   PendulumNoVel-v1: (cos theta, sin theta) of Pendulum-v1's (cos, sin, theta_dot)
-// GetState is the full env's, so lockstep tests compare the hidden velocities too.
+// GetState and SetState are the full env's, so lockstep tests compare the hidden velocities too.
 #ifndef FASTBATCH_ENVS_NO_VELOCITY_H_
 #define FASTBATCH_ENVS_NO_VELOCITY_H_
 
@@ -42,6 +42,7 @@ class NoVelocity {
 
   static constexpr int64_t kStateSize = Full::kStateSize;
   void GetState(double* out) const { env_.GetState(out); }
+  void SetState(const double* state) { env_.SetState(state); }
 
  private:
   void Select(ObsType* obs) const {

@@ -62,6 +62,11 @@ class Pendulum {
     out[0] = th_;
     out[1] = thdot_;
   }
+  // The reference's `env.state = ...`.
+  void SetState(const double* state) {
+    th_ = state[0];
+    thdot_ = state[1];
+  }
 
  private:
   // ((x + pi) % (2 pi)) - pi with NumPy's floor-modulo (result takes the divisor's sign).

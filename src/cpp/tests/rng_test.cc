@@ -2,6 +2,7 @@
 // through Python). Built twice: with the compiler's 128-bit integers and, as rng_portable_test,
 // with FASTBATCH_RNG_PORTABLE_MATH (64-bit halves), so both arithmetic paths are checked.
 #include <cstdint>
+#include <stdexcept>
 
 #include "check.h"
 #include "fastbatch/rng.h"
@@ -57,6 +58,61 @@ FB_TEST(CopiesShareTheStateAndDefaultIsSeedZero) {
   Rng placeholder_copy = placeholder;
   FB_CHECK_EQ(placeholder.NextU64(), 0xa30febcfd9c2825full);
   FB_CHECK_EQ(placeholder_copy.NextU64(), 0xa30febcfd9c2825full);  // owns a copy of the state
+}
+
+// numpy: default_rng(0).integers(7) three times (32-bit halves: the low, then the buffered
+// high half of one output, then a new output), and integers(low, high) of wide spans.
+FB_TEST(IntegersAreNumpys) {
+  fb_rng state;
+  Rng::Seed(&state, 0);
+  Rng rng(&state);
+  FB_CHECK_EQ(rng.Integers(7), 5);
+  FB_CHECK_EQ(rng.Integers(7), 4);
+  FB_CHECK_EQ(rng.Integers(7), 3);
+  Rng::Seed(&state, 0);
+  FB_CHECK_EQ(rng.Integers(-(int64_t{1} << 62), (int64_t{1} << 62) + 1), -2123342786782762096);
+  FB_CHECK_EQ(rng.Integers((int64_t{1} << 31) + 1), 87989972);
+  FB_CHECK_EQ(rng.Integers(INT64_MIN, INT64_MAX), -8918490974116450276);
+}
+
+// numpy: default_rng(0): integers(7), random(), integers(7), standard_normal(),
+// integers(-5, 2**40), integers(2**32), integers(3). The buffered half outlives the 64-bit draws
+// between.
+FB_TEST(TheBufferedHalfOutlivesOtherDraws) {
+  fb_rng state;
+  Rng::Seed(&state, 0);
+  Rng rng(&state);
+  FB_CHECK_EQ(rng.Integers(7), 5);
+  FB_CHECK_EQ(rng.Uniform(), 0x1.1442f7e20b674p-2);
+  FB_CHECK_EQ(rng.Integers(7), 4);
+  FB_CHECK_EQ(rng.StandardNormal(), 0x1.47e57a468b06dp-1);
+  FB_CHECK_EQ(rng.Integers(-5, int64_t{1} << 40), 18172327438);
+  FB_CHECK_EQ(rng.Integers(int64_t{1} << 32), 752767291);
+  FB_CHECK_EQ(rng.Integers(3), 2);
+}
+
+// A span of one value draws nothing; copies share the buffer; seeding empties it; an empty
+// range is refused.
+FB_TEST(IntegersEdgesCopiesSeedingAndErrors) {
+  fb_rng state;
+  Rng::Seed(&state, 0);
+  Rng rng(&state);
+  FB_CHECK_EQ(rng.Integers(-3, -2), -3);
+  FB_CHECK_EQ(rng.Integers(1), 0);
+  FB_CHECK_EQ(rng.NextU64(), 0xa30febcfd9c2825full);
+  Rng::Seed(&state, 0);
+  FB_CHECK_EQ(rng.Integers(7), 5);
+  FB_CHECK_EQ(state.has_uint32, 1u);
+  Rng copy = rng;
+  FB_CHECK_EQ(copy.Integers(7), 4);
+  FB_CHECK_EQ(state.has_uint32, 0u);
+  FB_CHECK_EQ(rng.Integers(7), 3);
+  Rng::Seed(&state, 0);
+  FB_CHECK_EQ(state.has_uint32, 0u);
+  FB_CHECK_EQ(state.uinteger, 0u);
+  FB_CHECK_THROWS(rng.Integers(0), std::invalid_argument);
+  FB_CHECK_THROWS(rng.Integers(5, 5), std::invalid_argument);
+  FB_CHECK_THROWS(rng.Integers(5, -5), std::invalid_argument);
 }
 
 }  // namespace

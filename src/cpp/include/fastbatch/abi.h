@@ -1,4 +1,4 @@
-/* fastbatch native env ABI, version 4.
+/* fastbatch native env ABI, version 5.
  *
  * The C-level contract between the fastbatch pool and an env implementation. Built-in envs and
  * out-of-tree plugins both reach the pool through one `fb_env_api` table, so a plugin is exactly
@@ -9,7 +9,8 @@
  *
  * Threading: `create`/`destroy` are called by one thread at a time. `reset`/`step` may be called
  * concurrently from several threads on disjoint ranges of the same block, never on overlapping
- * ranges. No function may call back into Python, and none may let a C++ exception escape.
+ * ranges. `get_state`/`set_state` are called by one thread, for an env that is not being reset or
+ * stepped. No function may call back into Python, and none may let a C++ exception escape.
  *
  * Ownership: every pointer argument is owned by the caller and valid only for the call. The spec
  * returned by `spec` is owned by the implementation and lives as long as the library is loaded;
@@ -34,6 +35,16 @@
  * fastbatch/rng.h). Tables of versions 1 to 3 were built with a header whose Rng runs
  * xoshiro256** over the same 32 bytes; the pool keeps seeding theirs as it did then, so an
  * older plugin keeps its streams bit for bit.
+ *
+ * Version 5 appends to `fb_rng` PCG64's buffered 32-bit half (`has_uint32`, `uinteger`, as
+ * numpy's bit generator keeps them): numpy's bounded integer draws from at most 2^32 values take
+ * the low half of a 64-bit output and keep the high half for the next such draw, across any
+ * other draws in between. `fb_rng` grows from 32 to 40 bytes, so the pool hands each table a
+ * `fb_batch.rngs` array of the layout it was built with: 40-byte states to tables of version 5
+ * or later, the 32-byte `{s[4]}` of versions 1 to 4 to older ones (whose headers draw no 32-bit
+ * halves); older pools refuse a version-5 table. Version 5 also appends the optional
+ * `fb_env_api.set_state`, the inverse of `get_state`; a pool reads it only from a table of version
+ * 5 or later whose `struct_size` covers it.
  */
 #ifndef FASTBATCH_ABI_H_
 #define FASTBATCH_ABI_H_
@@ -44,7 +55,7 @@
 extern "C" {
 #endif
 
-#define FASTBATCH_ABI_VERSION 4u
+#define FASTBATCH_ABI_VERSION 5u
 #define FASTBATCH_ABI_MIN_VERSION 1u /* the oldest version this fastbatch still loads */
 #define FASTBATCH_MAX_NDIM 4
 #define FASTBATCH_ERROR_LEN 512
@@ -116,9 +127,13 @@ typedef struct fb_spec {
 
 /* Per-env random state, owned and seeded by the pool (env i of `reset(seed=s)` gets seed s + i).
  * Version 4: numpy's PCG64, s = {state low, state high, increment low, increment high}; versions
- * 1-3: xoshiro256** (see "Versions"). */
+ * 1-3: xoshiro256** (see "Versions"). Version 5 appends PCG64's 32-bit buffer: `has_uint32` is 1
+ * while `uinteger` holds the unused high half of the last 64-bit output a 32-bit draw split;
+ * seeding clears both. Tables of versions 1-4 get states of `s` alone (32 bytes each). */
 typedef struct fb_rng {
   uint64_t s[4];
+  uint32_t has_uint32; /* version 5 */
+  uint32_t uinteger;   /* version 5 */
 } fb_rng;
 
 /* Filled by a failing call: the env index and the original message. */
@@ -138,7 +153,7 @@ typedef struct fb_batch {
   const uint8_t* reset_mask; /* [num_envs] or NULL: in `step`, envs with a nonzero entry are reset
                                 instead of stepped (reward 0, terminated 0); in `reset`, only envs
                                 with a nonzero entry are reset (NULL: all in the range) */
-  fb_rng* rngs;              /* [num_envs] */
+  fb_rng* rngs;              /* [num_envs], in the layout of the table's version (see fb_rng) */
   uint8_t* truncated;        /* [num_envs], 0 or 1 (version 2): the env ended its episode itself
                                 without terminating; the pool adds its own time limit */
   double* info;              /* [num_envs, info row] (version 3; NULL when the spec declares no
@@ -168,6 +183,11 @@ typedef struct fb_env_api {
   /* Version 2, optional: when `spec()` returned NULL, why (the message of the exception that
    * building the spec raised). */
   const char* (*spec_error)(void);
+  /* Version 5, optional (NULL: the env's state cannot be set): replaces env `index`'s full
+   * internal state with the `size` doubles at `in`, laid out as `get_state` writes them. Returns
+   * 0 on success; otherwise nonzero with `error` filled (e.g. `size` is not the state's size).
+   * For tests and debugging only; must not be called while that env is being stepped. */
+  int32_t (*set_state)(void* block, int64_t index, const double* in, int64_t size, fb_error* error);
 } fb_env_api;
 
 /* The symbols a plugin library exports. `fastbatch_get_env_apis` (version 2) returns the tables

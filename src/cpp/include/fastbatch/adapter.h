@@ -2,10 +2,11 @@
 // (public, header-only; included by env.h).
 //
 // What it guarantees: no C++ exception crosses the ABI (every entry point catches and reports
-// through fb_error or spec_error); the spec's element types are the env's C++ types (a Box
-// declared without a type takes them; one declared with a type must match, or the spec is
-// refused with a message); Discrete actions reach the env as its ActionType whatever integer
-// type that is.
+// through fb_error or spec_error); the table has get_state only for an env with GetState and
+// set_state only for one with SetState (a state of the wrong size is refused); the spec's
+// element types are the env's C++ types (a Box declared without a type takes them; one declared
+// with a type must match, or the spec is refused with a message); Discrete actions reach the
+// env as its ActionType whatever integer type that is.
 //
 // The adapter and its tables have internal linkage on purpose. They live in function-local
 // statics, which GCC otherwise emits as process-wide unique symbols (STB_GNU_UNIQUE): two
@@ -80,6 +81,14 @@ struct HasState : std::false_type {};
 template <typename E>
 struct HasState<E, std::void_t<decltype(E::kStateSize)>> : std::true_type {};
 
+// An env whose state can be set (ABI version 5) has `void SetState(const double* state)`.
+template <typename E, typename = void>
+struct HasSetState : std::false_type {};
+template <typename E>
+struct HasSetState<
+    E, std::void_t<decltype(std::declval<E&>().SetState(std::declval<const double*>()))>>
+    : std::true_type {};
+
 // Adapts an env class E to the C ABI. One instance of the static state per E.
 template <typename E>
 struct Adapter {
@@ -95,6 +104,9 @@ struct Adapter {
   static constexpr bool kDiscrete = std::is_integral_v<Act>;
   static constexpr bool kSpecFromParams = TakesParams<E>::value;
   static constexpr bool kWritesInfo = WritesInfo<E>::value;
+  static_assert(!HasSetState<E>::value || HasState<E>::value,
+                "an env with SetState(const double*) also declares kStateSize and "
+                "GetState(double*) const: SetState reads what GetState writes");
   static_assert(!kSpecFromParams || DeclaresParams<E>::value,
                 "an env whose MakeSpec(const fastbatch::Params&) reads params declares them in "
                 "`static fastbatch::ParamList DeclareParams()`");
@@ -327,6 +339,30 @@ struct Adapter {
     }
   }
 
+  // Refuses a state of another size than kStateSize; an exception from the env's SetState is
+  // reported through `error` like one from Step.
+  static int32_t SetState(void* raw, int64_t index, const double* in, int64_t size,
+                          fb_error* error) {
+    if constexpr (HasSetState<E>::value) {
+      try {
+        if (size != E::kStateSize) {
+          throw std::invalid_argument("the state has " + std::to_string(E::kStateSize) +
+                                      " values, got " + std::to_string(size));
+        }
+        static_cast<Block*>(raw)->envs[static_cast<size_t>(index)].SetState(in);
+        return 0;
+      } catch (const std::exception& e) {
+        FillError(error, index, e.what());
+      } catch (...) {
+        FillError(error, index, "unknown C++ exception in SetState");
+      }
+    } else {
+      (void)raw, (void)in, (void)size;
+      FillError(error, index, "this env has no SetState");
+    }
+    return 1;
+  }
+
   static const fb_env_api* Api() {
     static const fb_env_api api = {FASTBATCH_ABI_VERSION,
                                    sizeof(fb_env_api),
@@ -337,7 +373,8 @@ struct Adapter {
                                    &Step,
                                    HasState<E>::value ? &GetState : nullptr,
                                    kSpecFromParams ? &BlockSpec : nullptr,
-                                   &SpecError};
+                                   &SpecError,
+                                   HasSetState<E>::value ? &SetState : nullptr};
     return &api;
   }
 };

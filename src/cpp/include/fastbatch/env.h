@@ -1,4 +1,4 @@
-// fastbatch native env contract, version 4 (header-only, public).
+// fastbatch native env contract, version 5 (header-only, public).
 //
 // An env is a small C++ class:
 //
@@ -11,9 +11,12 @@
 //     void Reset(fastbatch::Rng& rng, ObsType* obs);     // write the first observation
 //     fastbatch::StepResult Step(ActionType action, ObsType* obs);         // Discrete
 //     fastbatch::StepResult Step(const ActionType* action, ObsType* obs);  // Box
-//     // Optional, for tests and debugging: the full internal state as doubles.
+//     // Optional, for tests and debugging: the full internal state as doubles,
 //     static constexpr int64_t kStateSize = 4;
 //     void GetState(double* out) const;
+//     // and (version 5, optional, with the two above) setting it: reads kStateSize doubles
+//     // laid out as GetState writes them. It may throw to refuse a state.
+//     void SetState(const double* state);
 //   };
 //
 // Spaces whose shape, bounds or time limit depend on params: declare the params on their own and
@@ -37,12 +40,14 @@
 // thread at a time. `StepResult{reward, terminated, truncated}`: `truncated` (optional, default
 // false) ends an episode by the env's own limit; the pool applies `Spec::MaxEpisodeSteps` on top,
 // as gymnasium's TimeLimit does. Randomness comes from the `Rng` handed to `Reset`: numpy's
-// generator (version 4; see rng.h), which the pool seeds as gymnasium seeds its envs (seed + env
-// index), so an env drawing what its gymnasium twin draws, in the same order, replays its seeded
-// episodes. An env that needs randomness while stepping keeps a copy (a default-constructed Rng
-// member is a placeholder until then). Exceptions thrown by
-// `MakeSpec`/`Reset`/`Step`/the constructor are caught at the ABI boundary and re-raised in
-// Python (naming the env index where there is one).
+// generator (version 4; bounded integers as numpy draws them since version 5; see rng.h), which
+// the pool seeds as gymnasium seeds its envs (seed + env index), so an env drawing what its
+// gymnasium twin draws, in the same order, replays its seeded episodes. An env that needs
+// randomness while stepping keeps a copy (a default-constructed Rng member is a placeholder until
+// then). Exceptions thrown by `MakeSpec`/`Reset`/`Step`/the constructor are caught at the ABI
+// boundary and re-raised in Python (naming the env index where there is one). GetState and SetState
+// are called by one thread while the env is neither reset nor stepped; SetState replaces the env's
+// physics only (the pool keeps counting the episode's steps and return as before).
 //
 // Infos (version 3): numeric per-step values that reach Python as gymnasium's vector infos
 // (`info[name]`, an [N] or [N, size] float64 array, with its `_name` mask), without a Python
