@@ -16,7 +16,6 @@ caller reads it then, so a message larger than the socket buffer cannot deadlock
 from __future__ import annotations
 
 import marshal
-import pickle
 import traceback
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -25,7 +24,7 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
-from fastbatch.errors import EnvError
+from fastbatch.errors import EnvError, env_error_type
 
 LINE = 64
 
@@ -120,29 +119,37 @@ def recv_message(connection: Connection) -> Any:
 
 
 def error_message(env_index: int, exc: BaseException) -> tuple:
-    """("error", env index, traceback text, the exception's type pickled by reference or None):
-    a call's error is raised in the caller as its own type when the caller can rebuild it."""
+    """("error", env index, traceback text, the exception's type cloudpickled, or None when it
+    does not pickle): the caller raises it as `env_error` builds it. A type the worker rebuilt
+    from the caller's pickles (one defined in the caller's script) goes back to that very type."""
     try:
-        kind = pickle.dumps(type(exc))
-    except Exception:  # a class defined where the caller cannot import it
+        kind = cloudpickle.dumps(type(exc))
+    except Exception:
         kind = None
     return ("error", env_index, "".join(traceback.format_exception(exc)), kind)
 
 
-def env_error(index: int, text: str, kind: bytes | None, call: bool) -> Exception:
-    """The caller's exception for env `index`'s error message: EnvError, or for a `call`
-    (get_attr, set_attr, call) the worker's own exception type when it can be rebuilt here from
-    a message alone; either way with the worker's traceback and ``env_index``."""
-    exc: Exception | None = None
-    if call and kind is not None:
+def env_error(
+    index: int, text: str, kind: bytes | None, what: str = "the env raised in its worker process"
+) -> Exception:
+    """The caller's exception for an error of env `index` (the fields of `error_message`), with
+    `what` happened, the worker's traceback and ``env_index``. One rule for every env error
+    (creating an env, reset, step, a call): of the env's own type made an EnvError
+    (`errors.env_error_type`) when that type can be rebuilt here and built from a message
+    alone, else a plain EnvError."""
+    message = f"env {index}: {what}:\n{text}"
+    cls: type[Exception] = EnvError
+    if kind is not None:
         try:
-            cls = pickle.loads(kind)
-            if isinstance(cls, type) and issubclass(cls, Exception):
-                exc = cls(f"env {index}: the call raised in its worker process:\n{text}")
-        except Exception:  # not importable here, or another constructor: EnvError
-            exc = None
-    if exc is None:
-        exc = EnvError(f"env {index}: the env raised in its worker process:\n{text}")
+            loaded = cloudpickle.loads(kind)
+            if isinstance(loaded, type) and issubclass(loaded, Exception):
+                cls = env_error_type(loaded)
+        except Exception:  # not importable here: EnvError
+            cls = EnvError
+    try:
+        exc = cls(message)
+    except Exception:  # a constructor that needs other arguments
+        exc = EnvError(message)
     exc.env_index = index
     return exc
 

@@ -20,11 +20,10 @@ from typing import Any
 
 import cloudpickle
 
-from fastbatch.errors import EnvError
-from fastbatch.process.shm import recv_message
+from fastbatch.process.shm import env_error, recv_message
 from fastbatch.process.spaces import env_spaces
 
-__all__ = ["exit_description", "expect", "ready_message", "shared_spaces", "spawn_worker"]
+__all__ = ["check_spaces", "exit_description", "expect", "ready_message", "spawn_worker"]
 
 
 def spawn_worker(
@@ -49,27 +48,53 @@ def spawn_worker(
 
 
 def ready_message(envs: list) -> tuple:
-    """("ready", the first env's (observation, action) spaces, whether every env has them, the
-    first env's ``metadata`` and ``render_mode``)."""
+    """("ready", the first env's (observation, action) spaces, None or (k, the spaces of env k)
+    for the block's first env k whose spaces differ from them, the first env's ``metadata`` and
+    ``render_mode``)."""
     spaces = [env_spaces(e) for e in envs]
+    odd = next(((k, s) for k, s in enumerate(spaces) if s != spaces[0]), None)
     about = {
         "metadata": dict(getattr(envs[0], "metadata", {})),
         "render_mode": getattr(envs[0], "render_mode", None),
     }
-    return ("ready", spaces[0], all(s == spaces[0] for s in spaces), about)
+    return ("ready", spaces[0], odd, about)
 
 
-def shared_spaces(messages: list[tuple]) -> tuple:
-    """The (observation, action) spaces of every block's ready message: RuntimeError, as
-    gymnasium's vector envs raise, when an env's differ from the first env's."""
-    spaces = messages[0][1]
-    for w, message in enumerate(messages):
-        if not message[2] or message[1] != spaces:
-            raise RuntimeError(
-                f"the envs of worker {w} do not all have the first env's spaces (observation "
-                f"{spaces[0]}, action {spaces[1]})"
-            )
-    return spaces
+def check_spaces(expected: tuple, first: int, message: tuple) -> None:
+    """Raises RuntimeError, in the words of gymnasium's AsyncVectorEnv and naming the env and
+    how its space differs, when an env of the block that starts at env `first` (its ready
+    `message`) has spaces other than `expected`, env 0's (observation, action) spaces. The
+    process backend batches one pair of spaces: it takes no ``observation_mode``."""
+    index, spaces = first, message[1]
+    if spaces == expected:
+        if message[2] is None:
+            return
+        index, spaces = first + message[2][0], message[2][1]
+    if spaces[0] != expected[0]:
+        raise RuntimeError(
+            "ProcessVectorEnv: some of the sub-environments observation spaces are not "
+            f"equivalent: env {index} has {spaces[0]} where env 0 has {expected[0]} "
+            f"({_how_differs(spaces[0], expected[0])}). Every env of a process-backend batch "
+            "needs env 0's spaces (gymnasium's observation_mode='same'; 'different' is not taken)."
+        )
+    raise RuntimeError(
+        f"ProcessVectorEnv: Some environments have an action space different from `{expected[1]}`. "
+        "In order to batch actions, the action spaces from all environments must be equal: "
+        f"env {index} has {spaces[1]} ({_how_differs(spaces[1], expected[1])})."
+    )
+
+
+def _how_differs(found: Any, expected: Any) -> str:
+    """How space `found` differs from space `expected`, in a few words."""
+    if type(found) is not type(expected):
+        return f"a {type(found).__name__}, not a {type(expected).__name__}"
+    shape, expected_shape = getattr(found, "shape", None), getattr(expected, "shape", None)
+    if shape != expected_shape:
+        return f"shape {shape}, not {expected_shape}"
+    dtype, expected_dtype = getattr(found, "dtype", None), getattr(expected, "dtype", None)
+    if dtype != expected_dtype:
+        return f"dtype {dtype}, not {expected_dtype}"
+    return "the same type, shape and dtype, with other bounds or parameters"
 
 
 def expect(
@@ -90,7 +115,7 @@ def expect(
             raise TimeoutError(f"worker {index} did not answer within {timeout:.0f} s")
     message = recv_message(connection)
     if message[0] == "error":
-        raise EnvError(f"env {message[1]} could not be created in worker {index}:\n{message[2]}")
+        raise env_error(*message[1:], f"could not be created in worker {index}")
     if message[0] != kind:
         raise RuntimeError(f"worker {index} sent {message[0]!r} where {kind!r} was expected")
     return message

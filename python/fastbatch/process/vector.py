@@ -209,9 +209,9 @@ class ProcessVectorEnv(BatchVectorEnv):
         """Calls method `name` of every env (found through its wrappers, as gymnasium's vector
         envs find it) with `args` and `kwargs`; returns the results in env order, as copies (as
         ``AsyncVectorEnv`` returns them). An attribute that is not callable is returned as it
-        is. An error is raised here as the env's own exception type when it can be rebuilt
-        (else EnvError), with the worker's traceback and ``env_index``. Not while steps are in
-        flight (async mode): recv() them first."""
+        is. An error is raised here as every env error is: as the env's own exception type, also
+        an EnvError, when it can be rebuilt (else a plain EnvError), with the worker's traceback
+        and ``env_index``. Not while steps are in flight (async mode): recv() them first."""
         if name in _NOT_CALLABLE:
             raise ValueError(f"call({name!r}) would bypass the vector env: use {name}() instead")
         return self._call_envs(name, None, args, kwargs)

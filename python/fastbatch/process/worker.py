@@ -80,16 +80,18 @@ def main(argv: list[str]) -> None:
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     conn = Connection(conn_fd)
+    envs: list = []
     try:
         paths, factories, registry = cloudpickle.loads(conn.recv_bytes())
         sys.path[:] = paths + [p for p in sys.path if p not in paths]  # before unpickling envs
         fns = cloudpickle.loads(factories)
         with quiet_reregistration():
             install_registry(registry)
-            envs = [fn() for fn in fns]
+            for fn in fns:
+                envs.append(fn())
         send_message(conn, ready_message(envs))
-    except BaseException as exc:
-        send_message(conn, error_message(first, exc))
+    except BaseException as exc:  # names the env whose factory raised
+        send_message(conn, error_message(first + len(envs), exc))
         return
     message = conn.recv()
     if message[0] != "attach":

@@ -3,7 +3,7 @@
 It spawns the workers, hands them their env factories and the shared memory (handshake), sends
 commands, waits for them, collects statuses, infos and errors, replaces dead workers
 (``restart=True``) and closes everything. It knows nothing of gymnasium's API: `ProcessVectorEnv`
-(process.py) is the facade on top.
+(vector.py) is the facade on top.
 
 Lifecycle: workers are fresh interpreters (``python -m fastbatch.process.worker``), so the
 caller's script is never re-imported; they die with the parent (PR_SET_PDEATHSIG) and ignore
@@ -132,7 +132,7 @@ class WorkerSet:
         local_envs = None
         for w in range(self.num_workers):
             if w == 0 and self.in_parent:
-                local_envs = [self.env_fns[i]() for i in self.block(0)]
+                local_envs = self._make_local_envs()
             else:
                 self._spawn(w)
         messages = [
@@ -141,7 +141,9 @@ class WorkerSet:
             else self._expect(w, "ready")
             for w in range(self.num_workers)
         ]
-        spaces = self.spaces = spawn.shared_spaces(messages)
+        spaces = self.spaces = messages[0][1]
+        for w, message in enumerate(messages):
+            spawn.check_spaces(spaces, self.block_bounds[w], message)
         self.about = messages[0][3]
         self.obs_plan = SpacePlan(spaces[0])
         layout = self._layout = layout_for(*spaces)
@@ -164,6 +166,18 @@ class WorkerSet:
         self._command_address = [shm.word_address(control, w, 0) for w in range(self.num_workers)]
         self._counter_address = shm.word_address(control, self.num_workers, 0)
         self.state = SetState.RUNNING
+
+    def _make_local_envs(self) -> list:
+        """The envs of block 0, built in this process (in_parent); a factory's error is raised
+        as a worker's is (`shm.env_error`)."""
+        envs = []
+        for i in self.block(0):
+            try:
+                envs.append(self.env_fns[i]())
+            except Exception as exc:
+                fields = error_message(i, exc)[1:]
+                raise env_error(*fields, "could not be created in the calling process") from exc
+        return envs
 
     def _spawn(self, w: int) -> None:
         """Starts the worker process of block `w` (see spawn.py)."""
@@ -322,7 +336,8 @@ class WorkerSet:
             if block:  # at the block's first row of the batch
                 infos = merge_block_info(infos, block, rows[first] if rows else first, nrows)
         if error is not None:
-            raise env_error(*error, call=self.op == shm.OP_CALL)
+            what = "the call raised" if self.op == shm.OP_CALL else "the env raised"
+            raise env_error(*error, f"{what} in its worker process")
         return infos, ended
 
     # ------------------------------------------------------------------ death and restart
@@ -353,8 +368,7 @@ class WorkerSet:
         try:
             self._spawn(w)
             message = self._expect(w, "ready")
-            if not message[2] or message[1] != self.spaces:
-                raise ValueError(f"the restarted envs of worker {w} have different spaces")
+            spawn.check_spaces(self.spaces, block.start, message)
             self.connections[w].send(("attach", self._layout))
             self._expect(w, "attached")
             v = self.views
