@@ -99,7 +99,7 @@ def test_type_mistakes_do_not_compile(tmp_path, mistake, message):
             "float64: declare it as Box\\(shape, low, high\\)",
         ),
         (2, "Echo-v0: observation space has 3 low and 3 high bounds for a shape of 4 elements"),
-        (3, "its spec could not be built: MakeSpec refused to build"),
+        (3, "its spec could not be built: env class Echo: MakeSpec refused to build"),
         (6, "Ramp-v0: the spec declares infos, so the env writes them: Reset\\(rng, obs, info\\)"),
     ],
 )

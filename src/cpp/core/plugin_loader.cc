@@ -59,10 +59,11 @@ int64_t InfoRowSize(const fb_spec* spec, uint32_t abi_version) {
   return row;
 }
 
-void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& origin) {
+void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& where) {
   if (spec == nullptr || spec->id == nullptr || spec->id[0] == '\0') {
-    throw PluginError(origin + ": its spec has no id");
+    throw PluginError(where + ": its spec has no id");
   }
+  const std::string origin = where + ": env " + spec->id;  // every message names the env
   if (spec->observation.is_discrete) {
     throw PluginError(origin + ": the observation space must be a Box");
   }

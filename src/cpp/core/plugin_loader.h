@@ -36,7 +36,7 @@ void ValidateApi(const fb_env_api* api, const std::string& origin);
 
 // Checks one spec (spaces, dtypes, shapes, params; param kinds and ranges from version 2 on;
 // infos from version 3 on)
-// of a table of ABI version `abi_version`. Throws PluginError.
+// of a table of ABI version `abi_version`. Throws PluginError, its message `origin: env <id>: ...`.
 void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& origin);
 
 // True when a field appended in ABI version 2 may be read from `api`.

@@ -32,7 +32,7 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   if (env_truncates_ && api_->block_spec != nullptr) {  // spaces that depend on the params
     spec_ = api_->block_spec(block_);
     try {
-      ValidateSpec(spec_, api_->abi_version, std::string("env ") + api_->spec()->id);
+      ValidateSpec(spec_, api_->abi_version, "the spec for the params given");
     } catch (...) {
       api_->destroy(block_);
       throw;

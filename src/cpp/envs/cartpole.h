@@ -33,11 +33,10 @@ class CartPole {
         .Action(Discrete(2))
         .MaxEpisodeSteps(500)
         .RewardThreshold(475.0)
-        .Param("sutton_barto_reward", 0.0);
+        .BoolParam("sutton_barto_reward", false);  // gymnasium's kwarg is a bool
   }
 
-  explicit CartPole(const Params& params)
-      : sutton_barto_(params.Get("sutton_barto_reward") != 0.0) {}
+  explicit CartPole(const Params& params) : sutton_barto_(params.Bool("sutton_barto_reward")) {}
 
   void Reset(Rng& rng, float* obs) {
     for (double& v : state_) v = rng.Uniform(-0.05, 0.05);

@@ -64,7 +64,7 @@ struct CartPoleNoVelColumns {
         .Action(Discrete(2))
         .MaxEpisodeSteps(500)
         .RewardThreshold(475.0)
-        .Param("sutton_barto_reward", 0.0);
+        .BoolParam("sutton_barto_reward", false);  // gymnasium's kwarg is a bool
   }
 };
 

@@ -16,13 +16,19 @@
 #define FASTBATCH_ADAPTER_H_
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
+
+#if defined(__GNUG__)
+#include <cxxabi.h>
+#endif
 
 #include "fastbatch/abi.h"
 #include "fastbatch/rng.h"
@@ -193,8 +199,18 @@ struct Adapter {
   static Default& Defaults() {
     static Default d = [] {
       Default out;
+      const ParamList* declared = nullptr;
+      try {  // the params come before the spec's id: the error names the class instead
+        declared = &Declared();
+      } catch (const std::exception& e) {
+        out.error = ClassName() + ": " + e.what();
+        return out;
+      } catch (...) {
+        out.error = ClassName() + ": unknown C++ exception while declaring the params";
+        return out;
+      }
       try {
-        const ParamList& list = Declared();
+        const ParamList& list = *declared;
         std::vector<double> values;
         for (const ParamDecl& p : list.decls()) values.push_back(p.default_value);
         out.spec = std::make_unique<Spec>(Build(Params(&list, values.data())));
@@ -207,6 +223,16 @@ struct Adapter {
       return out;
     }();
     return d;
+  }
+  // "env class <E>", demangled where the compiler can.
+  static std::string ClassName() {
+#if defined(__GNUG__)
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> name(
+        abi::__cxa_demangle(typeid(E).name(), nullptr, nullptr, &status), std::free);
+    if (status == 0 && name != nullptr) return std::string("env class ") + name.get();
+#endif
+    return std::string("env class ") + typeid(E).name();
   }
   static const fb_spec* GetSpec() { return Defaults().view; }
   static const char* SpecError() { return Defaults().error.c_str(); }
