@@ -1,0 +1,49 @@
+"""docs/architecture.md maps tests/ and bench/: every file there (a folder counts as one entry,
+named with a trailing slash) is named exactly once in the first column of its table, and every
+name there exists, so the map cannot go stale by an added or removed file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "architecture.md"
+TABLES = {"tests": "## Tests", "bench": "## Benchmarks and measurements"}
+SKIP = {"__pycache__", ".pytest_cache"}
+
+
+def _first_column_names(heading: str) -> list[str]:
+    text = DOC.read_text()
+    start = text.index(heading)
+    end = text.find("\n## ", start + len(heading))
+    names = []
+    for line in text[start:end].splitlines():
+        cells = line.split("|")
+        if line.startswith("| ") and not set(cells[1].strip()) <= set("-"):
+            names += re.findall(r"`([^`]+)`", cells[1])
+    return names
+
+
+def _entries(folder: str) -> list[str]:
+    return sorted(
+        p.name + ("/" if p.is_dir() else "")
+        for p in (ROOT / folder).iterdir()
+        if p.name not in SKIP and not p.name.endswith(".pyc")
+    )
+
+
+@pytest.mark.parametrize("folder", list(TABLES))
+def test_every_file_is_named_exactly_once(folder):
+    prefix = "bench/" if folder == "bench" else ""
+    named = [n.removeprefix(prefix) for n in _first_column_names(TABLES[folder])]
+    named = [n for n in named if "/" not in n.rstrip("/")]  # other folders' rows (src/cpp/tests)
+    entries = _entries(folder)
+    missing = [e for e in entries if e not in named]
+    repeated = sorted({n for n in named if named.count(n) > 1})
+    stale = [n for n in named if n not in entries]
+    assert not missing, f"{folder}/ entries not in docs/architecture.md's table: {missing}"
+    assert not repeated, f"named more than once: {repeated}"
+    assert not stale, f"named in docs/architecture.md but not in {folder}/: {stale}"
