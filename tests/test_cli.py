@@ -1,6 +1,7 @@
 """The `fastbatch` command around a run: quiet TensorFlow start-up, progress.csv's header (and
 old files without it), strict JSON in result.json, `--resume DIR --steps N` extending a run (and
-refusing to shorten it), and `fastbatch eval --video` recording a GIF headless."""
+refusing to shorten it), `fastbatch eval --video` recording a GIF headless, and envs from
+outside fastbatch (`--plugin`, `--import`) kept in config.json for `--resume` and eval."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gymnasium
 import numpy as np
 import pytest
 
@@ -32,7 +34,13 @@ def tiny_pendulum(overrides=(), **fields):
     return resolve("Pendulum-v1", list(overrides), **(sizes | fields))
 
 
-def fastbatch_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fastbatch_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = ROOT
+) -> subprocess.CompletedProcess:
+    """The command in a fresh process, started in `cwd` (the repository: `tests` imports)."""
     environ = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     environ.update(env or {})
     return subprocess.run(
@@ -42,6 +50,7 @@ def fastbatch_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.C
         timeout=300,
         check=False,
         env=environ,
+        cwd=cwd,
     )
 
 
@@ -217,3 +226,121 @@ def test_eval_plays_the_env_as_the_run_that_wrote_the_policy_configured_it(tmp_p
     assert all(r < -81.5 for r in returns("--env-kwargs", "{}"))  # explicitly none: 200 steps
     with pytest.raises(SystemExit, match="--env-kwargs takes a JSON object"):
         cli.main(["eval", str(tmp_path / "policy"), "--env", "Pendulum-v1", "--env-kwargs", "[]"])
+
+
+# A tiny run of an env from outside fastbatch: 2 updates of 4 envs x 32 steps, 1 eval episode.
+TINY = ("--steps", "256", "--quiet", "--set", "num_envs=4", "--set", "rollout_steps=32")
+TINY += ("--set", "eval_episodes=1")
+
+
+def register_cli_env() -> None:
+    """What `--import tests.test_cli:register_cli_env` calls: CartPole under an id of its own."""
+    gymnasium.register(
+        id="CliTest/CartPole-v0",
+        entry_point="gymnasium.envs.classic_control.cartpole:CartPoleEnv",
+        max_episode_steps=50,
+    )
+
+
+@pytest.fixture(scope="module")
+def point_reacher(tmp_path_factory) -> Path:
+    """examples/native_env_plugin's PointReacher library, built out of tree as
+    tests/test_plugin.py builds it; returns its path."""
+    if shutil.which("cmake") is None:
+        pytest.fail("cmake is required (it is installed by the test extra)")
+    folder = tmp_path_factory.mktemp("plugin")
+    shutil.copytree(ROOT / "examples" / "native_env_plugin", folder / "src")
+    cmake_dir = subprocess.check_output(
+        [sys.executable, "-m", "fastbatch", "--cmakedir"], text=True
+    )
+    for command in (
+        ["cmake", "-S", "src", "-B", "build", f"-Dfastbatch_DIR={cmake_dir.strip()}"],
+        ["cmake", "--build", "build", "--target", "point_reacher"],
+    ):
+        done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+    (library,) = (folder / "build").glob("libpoint_reacher.*")
+    return library
+
+
+def test_train_imports_the_module_that_registers_its_env_and_eval_imports_it_again(
+    tmp_path, capsys
+):
+    from fastbatch import cli
+
+    logdir = tmp_path / "run"
+    target = "tests.test_cli:register_cli_env"
+    assert (
+        cli.main(
+            ["train", "CliTest/CartPole-v0", "--import", target, "--logdir", str(logdir), *TINY]
+        )
+        == 0
+    )
+    assert strict_json((logdir / "result.json").read_text())["env_steps"] == 256
+    assert json.loads((logdir / "config.json").read_text())["imports"] == [target]
+    capsys.readouterr()
+    # A fresh process knows no CliTest id until it imports the run's own imports.
+    done = fastbatch_cli(
+        "eval", str(logdir / "policy"), "--env", "CliTest/CartPole-v0", "--episodes", "1"
+    )
+    assert done.returncode == 0, done.stderr
+    assert strict_json(done.stdout)["episodes"] == 1
+
+
+def test_a_missing_plugin_or_a_failing_import_stops_the_command_naming_it(tmp_path, monkeypatch):
+    from fastbatch import cli
+
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path / "libmissing.so"
+    for command in ("train CartPole-v1", f"eval {tmp_path}"):
+        words = (
+            [*command.split(), "--env", "CartPole-v1"]
+            if command.startswith("eval")
+            else command.split()
+        )
+        with pytest.raises(SystemExit, match=f"--plugin {missing}: no such file"):
+            cli.main([*words, "--plugin", "libmissing.so"])  # named by its absolute path
+        with pytest.raises(SystemExit, match=r"import 'no_such_module_fb': ModuleNotFoundError"):
+            cli.main([*words, "--import", "no_such_module_fb"])
+    with pytest.raises(SystemExit, match="--resume loads the plugins and imports"):
+        cli.main(["train", "--resume", str(tmp_path), "--import", "tests.fake_env_package"])
+
+
+def test_a_plugin_env_trains_and_resume_and_eval_load_the_plugin_in_fresh_processes(
+    point_reacher, tmp_path, monkeypatch, capsys
+):
+    from fastbatch import cli
+
+    logdir = tmp_path / "run"
+    monkeypatch.chdir(point_reacher.parent.parent)  # the plugin named relative to here
+    relative = str(point_reacher.relative_to(Path.cwd()))
+    assert (
+        cli.main(["train", "PointReacher-v0", "--plugin", relative, "--logdir", str(logdir), *TINY])
+        == 0
+    )
+    capsys.readouterr()
+    assert json.loads((logdir / "config.json").read_text())["plugins"] == [str(point_reacher)]
+    monkeypatch.chdir(ROOT)
+    done = fastbatch_cli("train", "--resume", str(logdir), "--steps", "512", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert strict_json((logdir / "result.json").read_text())["env_steps"] == 512
+    done = fastbatch_cli(
+        "eval", str(logdir / "policy"), "--env", "PointReacher-v0", "--episodes", "1"
+    )
+    assert done.returncode == 0, done.stderr
+    assert strict_json(done.stdout)["episodes"] == 1
+    # A SavedModel outside its run directory: the plugin is named on the command line.
+    policy = shutil.copytree(logdir / "policy", tmp_path / "elsewhere" / "policy")
+    eval_args = ("eval", str(policy), "--env", "PointReacher-v0", "--episodes", "1")
+    done = fastbatch_cli(*eval_args, "--plugin", str(point_reacher))
+    assert done.returncode == 0, done.stderr
+    assert strict_json(done.stdout)["env_id"] == "PointReacher-v0"
+    # A run whose library has moved: eval names it, and --plugin names the new place instead.
+    config = json.loads((logdir / "config.json").read_text())
+    moved = str(tmp_path / "gone" / point_reacher.name)
+    (logdir / "config.json").write_text(json.dumps({**config, "plugins": [moved]}))
+    eval_args = ("eval", str(logdir / "policy"), "--env", "PointReacher-v0", "--episodes", "1")
+    with pytest.raises(SystemExit, match=f"--plugin {moved}: no such file"):
+        cli.main(list(eval_args))
+    assert cli.main([*eval_args, "--plugin", str(point_reacher)]) == 0
+    assert strict_json(capsys.readouterr().out)["episodes"] == 1

@@ -8,7 +8,7 @@ from typing import Any
 
 import gymnasium
 
-from fastbatch import mujoco
+from fastbatch import env_packages, mujoco
 from fastbatch._args import strip_namespace
 from fastbatch.errors import UnknownEnvError
 from fastbatch.native import NativeVectorEnv
@@ -69,12 +69,17 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
         )
     if isinstance(env, str):
         name = strip_namespace(env)
-        try:
-            gymnasium.spec(name)
-        except gymnasium.error.Error:
-            raise UnknownEnvError(
-                f"{env!r} is neither a native env ({', '.join(REGISTRY.ids())}) nor a gymnasium id"
-            ) from None
+        if name not in gymnasium.registry:
+            # An id of a package gymnasium does not import by itself (ale_py, minatar,
+            # minigrid): imported here, or the error names what to install.
+            package = env_packages.register_package_for(name)
+            try:
+                gymnasium.spec(name)
+            except gymnasium.error.Error:
+                known = f"nor an id of {package.name}" if package else "nor a gymnasium id"
+                raise UnknownEnvError(
+                    f"{env!r} is neither a native env ({', '.join(REGISTRY.ids())}) {known}"
+                ) from None
         env = name
     from fastbatch.process import ProcessVectorEnv, env_factories  # loaded on first use
 

@@ -1,10 +1,12 @@
 """The `fastbatch` command: train and evaluate policies, and locate the plugin build files.
 
 fastbatch train <preset-or-env-id> [--steps N] [--seed S] [--logdir DIR] [--set key=value ...]
-fastbatch train --resume DIR [--steps N]
+                [--plugin LIB ...] [--import MODULE[:FUNCTION] ...]
+fastbatch train --resume DIR [--steps N]       (loads the run's own plugins and imports)
 fastbatch train ... --workers N                (data-parallel: N worker processes on this host)
 fastbatch train ... --cluster FILE [--task I]  (one worker of a cluster; or set TF_CONFIG)
-fastbatch eval <saved-policy-dir> --env ID [--episodes K] [--video FILE]
+fastbatch eval <saved-policy-dir> --env ID [--episodes K] [--video FILE] [--plugin LIB ...]
+               [--import MODULE[:FUNCTION] ...]
 fastbatch --includedir | --cmakedir | --version
 
 TensorFlow's C++ start-up log (CUDA probing, CPU features) is hidden unless you set
@@ -28,6 +30,11 @@ def _train(args) -> int:
     from fastbatch.ppo import PRESETS, resolve
 
     config = None
+    if args.resume and (args.plugin or args.imports):
+        raise SystemExit(
+            "fastbatch train: --resume loads the plugins and imports in the run's config.json; "
+            "--plugin and --import go with a new run"
+        )
     if not args.resume:
         if args.target is None:
             raise SystemExit(f"fastbatch train: give a preset ({', '.join(PRESETS)}) or an env id")
@@ -38,8 +45,18 @@ def _train(args) -> int:
             changes["seed"] = args.seed
         try:
             config = resolve(args.target, args.set or [], **changes)
+            # Absolute paths, so that --resume and eval find the libraries from anywhere.
+            plugins = _plugin_paths([*config.plugins, *(args.plugin or [])], "train")
+            imports = tuple(dict.fromkeys([*config.imports, *(args.imports or [])]))
+            config = config.replace(plugins=plugins, imports=imports)
         except ValueError as exc:
             raise SystemExit(f"fastbatch train: {exc}") from None
+        _load_env_sources(config.plugins, config.imports, "train")
+    elif (Path(args.resume) / "config.json").is_file():  # else train() says what is missing
+        from fastbatch.ppo import PPOConfig
+
+        saved = PPOConfig.from_json((Path(args.resume) / "config.json").read_text())
+        _load_env_sources(saved.plugins, saved.imports, "train")
     logdir = args.resume or args.logdir
     if logdir is None:
         logdir = f"runs/{config.env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -60,9 +77,43 @@ def _train(args) -> int:
     return 0
 
 
-def _eval_env_kwargs(args) -> dict:
-    """--env-kwargs, else the env_kwargs of the run that wrote the policy (its config.json,
-    beside the policy folder) when that run trained on the same env, else none."""
+def _plugin_paths(paths: list[str], command: str) -> tuple[str, ...]:
+    """Each plugin library's absolute path, once; a missing file is refused, named."""
+    full = tuple(dict.fromkeys(os.path.abspath(os.path.expanduser(p)) for p in paths))
+    for path in full:
+        if not os.path.isfile(path):
+            raise SystemExit(f"fastbatch {command}: --plugin {path}: no such file")
+    return full
+
+
+def _load_env_sources(plugins, imports, command: str) -> None:
+    """Registers the envs of the plugin libraries and runs the imports (fastbatch.env_packages)
+    in this process; a failure is a one-line error naming the library or the import."""
+    from fastbatch.env_packages import load_plugins, run_imports
+    from fastbatch.errors import PluginError
+
+    try:
+        load_plugins(plugins)
+        run_imports(imports)
+    except (PluginError, ImportError) as exc:
+        raise SystemExit(f"fastbatch {command}: {exc}") from None
+
+
+def _run_config(args):
+    """The config of the run that wrote the policy (its config.json, beside the policy
+    folder) when that run trained on --env, else None."""
+    from fastbatch.ppo import PPOConfig
+
+    config_file = Path(args.policy).parent / "config.json"
+    if not config_file.is_file():
+        return None
+    config = PPOConfig.from_json(config_file.read_text())
+    return config if config.env_id == args.env else None
+
+
+def _eval_env_kwargs(args, run_config) -> dict:
+    """--env-kwargs, else the env_kwargs of the run that wrote the policy when that run trained
+    on the same env, else none."""
     if args.env_kwargs is not None:
         try:
             kwargs = json.loads(args.env_kwargs)
@@ -71,13 +122,7 @@ def _eval_env_kwargs(args) -> dict:
         if not isinstance(kwargs, dict):
             raise SystemExit(f"fastbatch eval: --env-kwargs takes a JSON object, got {kwargs!r}")
         return kwargs
-    from fastbatch.ppo import PPOConfig
-
-    config_file = Path(args.policy).parent / "config.json"
-    if not config_file.is_file():
-        return {}
-    config = PPOConfig.from_json(config_file.read_text())
-    return dict(config.env_kwargs) if config.env_id == args.env else {}
+    return dict(run_config.env_kwargs) if run_config is not None else {}
 
 
 def _run(args, config, logdir, kwargs):
@@ -123,12 +168,19 @@ def _eval(args) -> int:
     from fastbatch.ppo.export import load_policy
     from fastbatch.ppo.video import check_recordable, record_video
 
+    # The envs the policy's run loaded (when it trained on --env): its imports and those given
+    # here; the plugins given here, else its own (a moved library is named anew).
+    run_config = _run_config(args)
+    run_plugins = run_config.plugins if run_config else ()
+    plugins = _plugin_paths(args.plugin or list(run_plugins), "eval")
+    imports = [*(run_config.imports if run_config else ()), *(args.imports or [])]
+    _load_env_sources(plugins, tuple(dict.fromkeys(imports)), "eval")
     if args.video:
         try:
             check_recordable(args.env)
         except ValueError as exc:
             raise SystemExit(f"fastbatch eval: {exc}") from None
-    env_kwargs = _eval_env_kwargs(args)
+    env_kwargs = _eval_env_kwargs(args, run_config)
     returns = evaluate_saved(args.policy, args.env, args.episodes, seed=args.seed, **env_kwargs)
     result = {
         "env_id": args.env,
@@ -153,6 +205,25 @@ def _eval(args) -> int:
     return 0
 
 
+def _add_env_source_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        metavar="LIB",
+        help="a native env plugin library: every env it exports is registered (repeatable; "
+        "train keeps its absolute path in config.json; eval loads these instead of the run's)",
+    )
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        metavar="MODULE[:FUNCTION]",
+        help="a module that registers gymnasium ids, imported (and FUNCTION called) before the "
+        "env is made, e.g. minatar.gym:register_envs (repeatable). ALE/, MinAtar/, MiniGrid- "
+        "and BabyAI- ids import their package without it",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="fastbatch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -175,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         "--resume", metavar="DIR", help="continue the run in DIR from its latest checkpoint"
     )
     t.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_env_source_arguments(t)
     t.add_argument(
         "--workers", type=int, help="data-parallel training with N worker processes on this host"
     )
@@ -208,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         "gymnasium's own env of that id (fastbatch envs do not render)",
     )
     e.add_argument("--video-episodes", type=int, default=1, help="episodes to record (1)")
+    _add_env_source_arguments(e)
     args = parser.parse_args(argv)
 
     import fastbatch

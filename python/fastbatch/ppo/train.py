@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 import fastbatch
+from fastbatch.env_packages import load_env_sources
 
 from .agent import Agent
 from .config import PPOConfig
@@ -38,6 +39,7 @@ PROGRESS_COLUMNS = ("env_steps", "seconds", "mean_return")
 
 
 def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = None):
+    load_env_sources(config)  # the config's plugins and imports, once a process
     kwargs: dict[str, Any] = {
         **dict(config.env_kwargs),
         "autoreset_mode": "same_step",

@@ -26,6 +26,7 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 
+from fastbatch.env_packages import register_package_for
 from fastbatch.registry import REGISTRY
 
 __all__ = ["check_recordable", "record_video"]
@@ -59,6 +60,8 @@ def check_recordable(env_id: str) -> None:
 
 def _rendering_env(env_id: str, env_kwargs: dict | None = None) -> gymnasium.Env:
     name = env_id.removeprefix("fastbatch/")
+    if name not in gymnasium.registry:
+        register_package_for(name)  # an ALE/, MinAtar/, MiniGrid- id: its package's ids
     try:
         spec = gymnasium.spec(name)
     except gymnasium.error.Error:

@@ -1,0 +1,141 @@
+"""Envs from outside fastbatch, made known before an env is made: native plugin libraries,
+modules that register gymnasium ids, and the common env packages found by their ids' prefix.
+
+gymnasium 1.x loads no env package by itself: ``ALE/...`` ids exist only once ``ale_py`` is
+imported, ``MiniGrid-...`` and ``BabyAI-...`` once ``minigrid`` is, ``MinAtar/...`` once
+``minatar.gym.register_envs()`` has run. `register_package_for` does that for an id of those
+packages (`fastbatch.make` calls it for an id gymnasium does not know), and names what to
+install when the package is missing. `load_plugins` and `run_imports` carry out a training
+config's ``plugins`` and ``imports`` (`load_env_sources`; the ``fastbatch`` command's
+``--plugin`` and ``--import``). Each is done once a process: loading again is a no-op.
+
+Ids registered here live in this process's gymnasium registry, which the process backend
+carries to its workers (`fastbatch.process.gym_registry`), so they need no registration there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import gymnasium
+
+from fastbatch.errors import PluginError, UnknownEnvError
+from fastbatch.plugins import register_native_env
+
+__all__ = [
+    "KNOWN_PACKAGES",
+    "EnvPackage",
+    "load_env_sources",
+    "load_plugins",
+    "register_package_for",
+    "run_imports",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvPackage:
+    """An env package whose ids gymnasium knows only after it is imported."""
+
+    name: str
+    """The distribution, as ``pip install`` takes it."""
+    module: str
+    """The module whose import registers the ids (or that holds `register`)."""
+    prefixes: tuple[str, ...]
+    """How its ids start."""
+    register: str | None = None
+    """A function of `module` that registers the ids, called once (None: the import does)."""
+
+    def owns(self, env_id: str) -> bool:
+        return env_id.startswith(self.prefixes)
+
+
+KNOWN_PACKAGES = (
+    EnvPackage("ale-py", "ale_py", ("ALE/",)),
+    EnvPackage("minatar", "minatar.gym", ("MinAtar/",), register="register_envs"),
+    EnvPackage("minigrid", "minigrid", ("MiniGrid-", "BabyAI-")),
+)
+
+_LOADED_PLUGINS: set[str] = set()  # absolute paths
+_RUN_IMPORTS: set[str] = set()  # "module" or "module:function", as given
+
+
+def register_package_for(env_id: str) -> EnvPackage | None:
+    """Registers the ids of the known package `env_id` is named like (`KNOWN_PACKAGES`) and
+    returns it; None when no known package names its ids so. Raises
+    ``fastbatch.UnknownEnvError`` naming the ``pip install`` when that package is not
+    installed. Whether the package has `env_id` is for gymnasium's registry to say after."""
+    package = next((p for p in KNOWN_PACKAGES if p.owns(env_id)), None)
+    if package is None:
+        return None
+    try:
+        module = importlib.import_module(package.module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or package.module.split(".")[0] != exc.name.split(".")[0]:
+            raise  # the package is there, one of its own imports is missing
+        raise UnknownEnvError(
+            f"{env_id!r} is an id of the {package.name} package, which is not installed: "
+            f"pip install {package.name} (gymnasium loads no env package by itself)"
+        ) from None
+    # A registering function registers every id again, which gymnasium warns about: call it
+    # only while none of the package's ids is registered (by us or by the caller).
+    if package.register is not None and not any(package.owns(name) for name in gymnasium.registry):
+        getattr(module, package.register)()
+    return package
+
+
+def load_plugins(paths: Iterable[str | os.PathLike]) -> list[str]:
+    """Registers every env each native plugin library of `paths` exports
+    (`fastbatch.register_native_env`, replacing ids that exist); returns the ids registered
+    now (a library loaded before in this process is skipped). Raises ``fastbatch.PluginError``
+    naming the library when it is missing or does not load."""
+    ids: list[str] = []
+    for path in paths:
+        full = os.path.abspath(os.fspath(path))
+        if full in _LOADED_PLUGINS:
+            continue
+        if not os.path.isfile(full):
+            raise PluginError(f"plugin {full!r}: no such file")
+        try:
+            ids += register_native_env(None, full, replace=True)
+        except (ValueError, TypeError) as exc:  # PluginError is a ValueError
+            raise PluginError(f"plugin {full!r}: {exc}") from exc
+        _LOADED_PLUGINS.add(full)
+    return ids
+
+
+def run_imports(targets: Iterable[str]) -> None:
+    """Imports each ``"module"`` of `targets`, or imports ``"module:function"``'s module and
+    calls the function (with no arguments), once a process each. Raises ``ImportError`` naming
+    the target when its import, its function or the call fails (the cause is chained)."""
+    for target in targets:
+        if target in _RUN_IMPORTS:
+            continue
+        module_name, _, function_name = target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:
+            raise ImportError(f"import {target!r}: {type(exc).__name__}: {exc}") from exc
+        if function_name:
+            function = getattr(module, function_name, None)
+            if not callable(function):
+                raise ImportError(
+                    f"import {target!r}: {module_name} has no function {function_name!r}"
+                )
+            try:
+                function()
+            except Exception as exc:
+                raise ImportError(
+                    f"import {target!r}: {function_name}() raised {type(exc).__name__}: {exc}"
+                ) from exc
+        _RUN_IMPORTS.add(target)
+
+
+def load_env_sources(config: Any) -> None:
+    """`load_plugins(config.plugins)`, then `run_imports(config.imports)`: what a training
+    config (`fastbatch.ppo.PPOConfig`) needs loaded before its env is made."""
+    load_plugins(config.plugins)
+    run_imports(config.imports)
