@@ -261,8 +261,9 @@ class NativeVectorEnv(BatchVectorEnv):
         Storage: C-contiguous, writeable arrays ``obs [T + 1, N, *obs_shape]`` (observation
         dtype), ``reward [T, N]`` float32, ``terminated``/``truncated [T, N]`` bool and
         ``final_obs [T, N, *obs_shape]`` (SAME_STEP mode: the final observation of each episode
-        that ended at step t). Observations must be float32 or float64 for ``next_obs``.
-        Binding again replaces the previous binding.
+        that ended at step t). ``step_fn`` copies each new row of observations to ``next_obs``
+        as stored, in the observation dtype (float32, float64, uint8, int32 or int64; no
+        conversion). Binding again replaces the previous binding.
         """
         self._check_open()
         context = self._pool.rollout_context(obs, reward, terminated, truncated, final_obs)

@@ -3,6 +3,12 @@
 // tf_op.py). It reaches the pool only through plain C function pointers and an opaque context
 // that fastbatch._core hands out (attrs step_fn, error_fn, context), so this library links
 // against neither _core nor Python.
+//
+// next_obs is a copy of the storage's new row obs[t + 1], typed like the storage (attr obs_dtype:
+// the env's observation dtype; no conversion): the caller casts or scales it. obs_shape
+// ([N, *shape]) and obs_dtype must describe the bound storage's rows (the step function copies
+// N * obs_row_bytes bytes). Actions with a NaN are refused (InvalidArgument); an env's failure
+// is an InternalError naming the env.
 #include <cmath>
 #include <cstdint>
 
@@ -12,15 +18,16 @@
 
 namespace {
 
-using StepFn = int32_t (*)(void*, int64_t, const void*, float*, bool*);
+using StepFn = int32_t (*)(void*, int64_t, const void*, void*, bool*);
 using ErrorFn = const char* (*)(void*);
 
 REGISTER_OP("FastbatchRolloutStep")
     .Input("t: int32")
     .Input("actions: dtype")
-    .Output("next_obs: float")
+    .Output("next_obs: obs_dtype")
     .Output("done: bool")
     .Attr("dtype: {int64, float}")
+    .Attr("obs_dtype: {float, double, uint8, int32, int64}")
     .Attr("step_fn: int")
     .Attr("error_fn: int")
     .Attr("context: int")
@@ -63,7 +70,7 @@ class RolloutStepOp : public tensorflow::OpKernel {
     OP_REQUIRES_OK(c, c->allocate_output(0, shape_, &out));
     OP_REQUIRES_OK(c, c->allocate_output(1, tensorflow::TensorShape({shape_.dim_size(0)}), &done));
     const int32_t rc = step_(context_, t.scalar<int32_t>()(), actions.tensor_data().data(),
-                             out->flat<float>().data(), done->flat<bool>().data());
+                             out->data(), done->flat<bool>().data());
     OP_REQUIRES(c, rc == 0, absl::InternalError(error_(context_)));
   }
 

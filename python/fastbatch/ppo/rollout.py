@@ -1,14 +1,19 @@
 """Rollout storage and how one batch step reaches the env: the only PPO module that knows
 fastbatch envs (through their public API).
 
-Storage is preallocated, 64-byte aligned and read by TensorFlow through DLPack aliases (no
-copies): ``obs [T + 1, N, obs]`` (slot 0: where the rollout starts, slot t + 1: after step t),
-``reward``, ``terminated``, ``truncated`` ``[T, N]`` and ``final_obs [T, N, obs]`` (the env runs
-in SAME_STEP autoreset mode: the final observation of an episode that ended at step t).
+Storage is preallocated, 64-byte aligned, in the env's observation dtype (uint8 images take a
+quarter of float32's bytes) and read by TensorFlow through DLPack aliases (no copies):
+``obs [T + 1, N, *shape]`` (slot 0: where the rollout starts, slot t + 1: after step t; `shape`
+is the env's observation shape, of any rank: a vector, or an image such as (3, 84, 84) or
+(84, 84, 4)), ``reward``, ``terminated``, ``truncated`` ``[T, N]`` and ``final_obs [T, N, *shape]``
+(the env runs in SAME_STEP autoreset mode: the final observation of an episode that ended at
+step t). ``Rollout.step`` hands the new observations back in that same dtype on every path: the
+agent casts or scales them.
 
 A step reaches the env in one of three ways, fastest first:
-1. the rollout op (a compiled TensorFlow op): native envs with float observations and int64 or
-   float32 actions, bound with ``env.rollout_binding(...)``; no Python per step;
+1. the rollout op (a compiled TensorFlow op): native envs with float32, float64, uint8, int32 or
+   int64 observations and int64 or float32 actions, bound with ``env.rollout_binding(...)``; no
+   Python per step;
 2. ``env.step_into`` from ``tf.numpy_function``: native envs whose observation rows fill whole
    cache lines, writing straight into the storage;
 3. ``env.step`` from ``tf.numpy_function`` and a copy into the storage: any env (process backend).
@@ -24,15 +29,24 @@ from fastbatch.tf import as_tensor
 
 __all__ = ["Rollout"]
 
+# The observation dtypes the rollout op returns as they are (its obs_dtype attr).
+_OP_OBS_DTYPES = tuple(np.dtype(t) for t in ("float32", "float64", "uint8", "int32", "int64"))
+
 
 class Rollout:
     """Storage for rollouts of `steps` batch steps of `env`, and the env step inside the graph.
 
-    ``use_op=False`` keeps the rollout op out (numpy_function paths only: for comparisons).
-    Episodes that end are recorded in ``episode_returns``/``episode_lengths`` (in order)."""
+    ``obs_shape`` (``[N, *shape]``) and ``obs_dtype`` (the env's observation dtype, numpy's)
+    describe the storage's rows and what :meth:`step` returns. ``use_op=False`` keeps the rollout
+    op out (numpy_function paths only: for comparisons). Episodes that end are recorded in
+    ``episode_returns``/``episode_lengths`` (in order)."""
 
-    def __init__(self, env, steps: int, obs_size: int, *, use_op: bool = True):
+    # obs_size: the old call's flat observation size, ignored (the shape comes from the env).
+    # TODO(issue 28): remove it, and the float32 cast it keeps, once the agent calls
+    # Rollout(env, steps, use_op=...) and casts the observations itself.
+    def __init__(self, env, steps: int, obs_size: int | None = None, *, use_op: bool = True):
         self.env = env
+        self._legacy_float32 = obs_size is not None
         self.steps = steps
         # Episodes reach the fallback paths through the env's own statistics.
         self._stats_key = env.stats_key
@@ -42,14 +56,16 @@ class Rollout:
                 "fastbatch.make(..., stats_key='episode')"
             )
         n = env.num_envs
-        self.obs_shape = [n, obs_size]
-        obs_dtype = np.dtype(env.single_observation_space.dtype)
+        space = env.single_observation_space
+        shape = tuple(int(d) for d in space.shape)
+        self.obs_shape = [n, *shape]
+        self.obs_dtype = obs_dtype = np.dtype(space.dtype)
         self.arrays = {
-            "obs": fastbatch.aligned_empty((steps + 1, n, obs_size), obs_dtype),
+            "obs": fastbatch.aligned_empty((steps + 1, n, *shape), obs_dtype),
             "reward": fastbatch.aligned_empty((steps, n), np.float32),
             "terminated": fastbatch.aligned_empty((steps, n), np.bool_),
             "truncated": fastbatch.aligned_empty((steps, n), np.bool_),
-            "final_obs": fastbatch.aligned_empty((steps, n, obs_size), obs_dtype),
+            "final_obs": fastbatch.aligned_empty((steps, n, *shape), obs_dtype),
         }
         for array in self.arrays.values():
             array.fill(0)
@@ -59,12 +75,13 @@ class Rollout:
         native = isinstance(env, fastbatch.NativeVectorEnv)
         # Rows of obs[t] are 64-byte aligned when a row of N observations is a multiple of 64
         # bytes: then the pool writes each step straight into the storage (step_into).
-        self._direct = native and (n * obs_size * obs_dtype.itemsize) % 64 == 0
+        row_bytes = n * int(np.prod(shape, dtype=np.int64)) * obs_dtype.itemsize
+        self._direct = native and row_bytes % 64 == 0
         self._scratch = [fastbatch.aligned_empty(n, dt) for dt in (np.float32, np.bool_, np.bool_)]
         self._op, self._binding = None, None
         act_dtype = np.dtype(env.single_action_space.dtype)
         discrete = hasattr(env.single_action_space, "n")
-        op_fits = obs_dtype in (np.float32, np.float64) and (discrete or act_dtype == np.float32)
+        op_fits = obs_dtype in _OP_OBS_DTYPES and (discrete or act_dtype == np.float32)
         if use_op and native and op_fits:
             from . import tf_op
 
@@ -90,24 +107,29 @@ class Rollout:
         self.arrays["obs"][0] = self.arrays["obs"][-1]
 
     def step(self, t, env_action):
-        """Graph side of one batch step at slot `t`: returns the new observations as float32
-        ``[N, obs]`` and ``done [N]`` (terminated or truncated: the new observation of such an
-        env starts its next episode)."""
+        """Graph side of one batch step at slot `t`: returns the new observations ``[N, *shape]``
+        in the storage dtype (the values of ``obs[t + 1]``) and ``done [N]`` (terminated or
+        truncated: the new observation of such an env starts its next episode)."""
+        dtype = tf.as_dtype(self.obs_dtype)
         if self._binding is not None:
             b = self._binding
-            return self._op.fastbatch_rollout_step(
+            next_obs, done = self._op.fastbatch_rollout_step(
                 t,
                 env_action,
                 step_fn=b.step_fn,
                 error_fn=b.error_fn,
                 context=b.context,
                 obs_shape=self.obs_shape,
+                obs_dtype=dtype,
             )
-        next_obs, done = tf.numpy_function(
-            self._host_step, [t, env_action], [tf.float32, tf.bool], stateful=True
-        )
-        next_obs.set_shape(self.obs_shape)
-        done.set_shape(self.obs_shape[:1])
+        else:
+            next_obs, done = tf.numpy_function(
+                self._host_step, [t, env_action], [dtype, tf.bool], stateful=True
+            )
+            next_obs.set_shape(self.obs_shape)
+            done.set_shape(self.obs_shape[:1])
+        if self._legacy_float32:
+            next_obs = tf.cast(next_obs, tf.float32)
         return next_obs, done
 
     def finish(self) -> None:
@@ -136,4 +158,4 @@ class Rollout:
             done = info["_" + key]
             self.episode_returns.extend(info[key]["r"][done].tolist())
             self.episode_lengths.extend(info[key]["l"][done].tolist())
-        return s["obs"][t + 1].astype(np.float32, copy=False), terminated | truncated
+        return s["obs"][t + 1], terminated | truncated

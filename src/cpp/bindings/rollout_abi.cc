@@ -1,10 +1,10 @@
 #include "bindings/rollout_abi.h"
 
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
-
-#include "core/dtype.h"
+#include <vector>
 
 using fastbatch::AutoresetMode;
 using fastbatch::BatchOut;
@@ -12,7 +12,7 @@ using fastbatch::RolloutContext;
 using fastbatch::VectorPool;
 
 extern "C" int32_t FastbatchRolloutStep(void* context, int64_t t, const void* actions,
-                                        float* next_obs, bool* done) {
+                                        void* next_obs, bool* done) {
   auto* ctx = static_cast<RolloutContext*>(context);
   try {
     if (t < 0 || t >= ctx->steps) throw std::out_of_range("rollout step index out of range");
@@ -38,16 +38,8 @@ extern "C" int32_t FastbatchRolloutStep(void* context, int64_t t, const void* ac
         }
       }
     }
-    const auto* obs = static_cast<const uint8_t*>(out.obs);
-    const int64_t count = n * row / fastbatch::DTypeSize(ctx->obs_dtype);
-    if (ctx->obs_dtype == FB_FLOAT32) {
-      std::memcpy(next_obs, obs, static_cast<size_t>(count) * sizeof(float));
-    } else if (ctx->obs_dtype == FB_FLOAT64) {
-      const auto* src = reinterpret_cast<const double*>(obs);
-      for (int64_t k = 0; k < count; ++k) next_obs[k] = static_cast<float>(src[k]);
-    } else {
-      throw std::invalid_argument("the TF rollout op takes float32 or float64 observations");
-    }
+    // Raw bytes of the storage dtype: next_obs is typed like the storage (the op's obs_dtype).
+    if (next_obs != nullptr) std::memcpy(next_obs, out.obs, static_cast<size_t>(n * row));
     return 0;
   } catch (const fastbatch::EnvError& e) {
     ctx->error =
@@ -60,4 +52,21 @@ extern "C" int32_t FastbatchRolloutStep(void* context, int64_t t, const void* ac
 
 extern "C" const char* FastbatchRolloutError(void* context) {
   return static_cast<RolloutContext*>(context)->error.c_str();
+}
+
+extern "C" double FastbatchRolloutLoopSeconds(void* context, int64_t steps, const void* actions) {
+  auto* ctx = static_cast<RolloutContext*>(context);
+  std::vector<uint8_t> done;
+  try {
+    done.resize(static_cast<size_t>(ctx->pool->num_envs()));
+  } catch (const std::exception& e) {
+    ctx->error = e.what();
+    return -1.0;
+  }
+  auto* flags = reinterpret_cast<bool*>(done.data());
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t k = 0; k < steps; ++k) {
+    if (FastbatchRolloutStep(context, k % ctx->steps, actions, nullptr, flags) != 0) return -1.0;
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

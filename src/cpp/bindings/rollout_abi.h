@@ -18,6 +18,12 @@
 
 #include "core/vector_pool.h"
 
+#if defined(_WIN32)
+#define FASTBATCH_ROLLOUT_EXPORT __declspec(dllexport)
+#else
+#define FASTBATCH_ROLLOUT_EXPORT __attribute__((visibility("default")))
+#endif
+
 namespace fastbatch {
 
 struct RolloutContext {
@@ -39,15 +45,26 @@ struct RolloutContext {
 extern "C" {
 
 // Steps the pool with `actions` ([N] int64 for Discrete, [N, *act_shape] of the action dtype)
-// into slot t of the storage (observations into row t + 1), writes the new observations as
-// float32 to `next_obs` ([N, *obs_shape]) and `terminated | truncated` of the step to `done`
-// ([N]: the envs whose row t + 1 starts a new episode). Returns 0, or -1 with the message in
-// the context's `error` (the env's index first when one env failed).
-int32_t FastbatchRolloutStep(void* context, int64_t t, const void* actions, float* next_obs,
+// into slot t of the storage (observations into row t + 1), copies the new observations as they
+// are stored (the observation dtype: float32, float64, uint8, int32 or int64; no conversion) to
+// `next_obs` ([N, *obs_shape], N * obs_row_bytes bytes; null: no copy) and writes
+// `terminated | truncated` of the step to `done` ([N]: the envs whose row t + 1 starts a new
+// episode). Returns 0, or -1 with the message in the context's `error` (the env's index first
+// when one env failed).
+int32_t FastbatchRolloutStep(void* context, int64_t t, const void* actions, void* next_obs,
                              bool* done);
 
 // The message of the context's last failure; valid until its next step.
 const char* FastbatchRolloutError(void* context);
+
+// For bench/ppo_collect.py (the env's own stepping that the op's cost is measured against):
+// the seconds of `steps` calls of FastbatchRolloutStep(context, k % T, actions, nullptr, done),
+// k = 0, 1, ..., in a C++ loop, the same `actions` every step; -1 on failure (the message as
+// above). It writes the storage slot after slot and records the episodes that end, as the op
+// would, but copies no next_obs. Exported from _core (a ctypes caller finds it by name); the
+// threading rules above apply.
+FASTBATCH_ROLLOUT_EXPORT double FastbatchRolloutLoopSeconds(void* context, int64_t steps,
+                                                            const void* actions);
 
 }  // extern "C"
 

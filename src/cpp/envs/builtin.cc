@@ -16,7 +16,7 @@ const std::vector<const fb_env_api*>& BuiltinEnvs() {
       EnvApi<MountainCar>(),      EnvApi<MountainCarContinuous>(),
       EnvApi<Acrobot>(),          EnvApi<TestCounter>(),
       EnvApi<CartPoleNoVel>(),    EnvApi<PendulumNoVel>(),
-      EnvApi<TestVariableCost>(),
+      EnvApi<TestVariableCost>(), EnvApi<TestImage>(),
   };
   return envs;
 }

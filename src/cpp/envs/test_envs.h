@@ -4,9 +4,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "fastbatch/env.h"
 
@@ -143,6 +145,75 @@ class TestVariableCost {
   int64_t stall_us_;
   fb_rng own_{};
   int64_t level_ = 1, steps_ = 0;
+};
+
+// A pixel env for the image path (uint8 observations, CNN policies): a black image of
+// `channels` x `size` x `size` (`channels_last`: size x size x channels), values 0..255, in which
+// reset and every step light one pixel (255 in every channel) at a cell drawn uniformly
+// (rng.Integers(size * size), row-major: row = cell / size, column = cell % size). The reward is
+// 1 when the action names the half of the image the PREVIOUS observation's lit pixel was in (0:
+// the left columns, 2 * column < size; 1: the right ones), else 0: about 0.5 a step at random, 1.0
+// for a policy that sees where the pixel was. Never terminates; the time limit truncates episodes
+// after 32 steps. Every step writes the whole image (the row may be a new buffer each step).
+// Deterministic given the seed: one draw a reset and a step, from the pool's stream.
+class TestImage {
+ public:
+  using ObsType = uint8_t;
+  using ActionType = int64_t;
+
+  static ParamList DeclareParams() {
+    return ParamList()
+        .Int("size", 8, 2, 128)
+        .Int("channels", 3, 1, 16)
+        .Bool("channels_last", false);
+  }
+  static Spec MakeSpec(const Params& p) {
+    const int64_t size = p.Int("size"), channels = p.Int("channels");
+    std::vector<int64_t> shape = {channels, size, size};
+    if (p.Bool("channels_last")) shape = {size, size, channels};
+    return Spec("_TestImage-v0")
+        .Observation(Box(std::move(shape), 0.0, 255.0))
+        .Action(Discrete(2))
+        .MaxEpisodeSteps(32);
+  }
+
+  explicit TestImage(const Params& p)
+      : size_(p.Int("size")), channels_(p.Int("channels")), last_(p.Bool("channels_last")) {}
+
+  void Reset(Rng& rng, uint8_t* obs) {
+    rng_ = rng;
+    Light(obs);
+  }
+
+  StepResult Step(int64_t action, uint8_t* obs) {
+    const bool right = 2 * (cell_ % size_) >= size_;
+    const double reward = action == (right ? 1 : 0) ? 1.0 : 0.0;
+    Light(obs);
+    return {reward, false};
+  }
+
+  // (the lit cell, its column).
+  static constexpr int64_t kStateSize = 2;
+  void GetState(double* out) const {
+    out[0] = static_cast<double>(cell_);
+    out[1] = static_cast<double>(cell_ % size_);
+  }
+
+ private:
+  // Draws the lit cell and writes the whole image.
+  void Light(uint8_t* obs) {
+    cell_ = rng_.Integers(size_ * size_);
+    const int64_t cells = size_ * size_;
+    std::memset(obs, 0, static_cast<size_t>(cells * channels_));
+    for (int64_t c = 0; c < channels_; ++c) {
+      obs[last_ ? cell_ * channels_ + c : c * cells + cell_] = 255;
+    }
+  }
+
+  int64_t size_, channels_;
+  bool last_;
+  Rng rng_;  // a copy of the pool's (set by Reset): the stream continues across steps
+  int64_t cell_ = 0;
 };
 
 }  // namespace fastbatch::envs
