@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import logging
 
+import gymnasium
 import tensorflow as tf
 
 from .config import PPOConfig
@@ -35,9 +36,10 @@ from .core import make_core
 from .distribute import Key, LocalSync
 from .minibatches import advantage_stats, shuffle_orders, take
 from .networks import Policy, Value
-from .normalize import RunningMeanStd, scale_rewards
+from .normalize import RunningMeanStd, prepare_observations, scale_rewards
 from .optim import Adam
 from .rollout import Rollout
+from .torsos import Encoded, make_torso
 
 
 def adapt_kl_penalty(beta, kl, target):
@@ -69,25 +71,35 @@ class Agent(tf.Module):
         self.config = config
         self.sync = sync or LocalSync()
         obs_space, act_space = env.single_observation_space, env.single_action_space
-        if len(obs_space.shape) != 1:
-            raise ValueError(f"PPO here takes flat Box observations, got shape {obs_space.shape}")
-        self.obs_size = int(obs_space.shape[0])
+        shape = getattr(obs_space, "shape", None)
+        if not isinstance(obs_space, gymnasium.spaces.Box) or len(shape) not in (1, 3):
+            raise ValueError(
+                "PPO here takes Box observations of rank 1 (vectors) or 3 (images, channel-first "
+                f"or channel-last), got {obs_space}"
+            )
+        self.obs_shape = tuple(int(d) for d in shape)
+        self.image = len(self.obs_shape) == 3
+        # None: on for vectors; images are scaled inside the network instead (normalize).
+        normalize = config.normalize_obs
+        self.normalize_obs = (not self.image) if normalize is None else bool(normalize)
         self.discrete = hasattr(act_space, "n")
         if not self.discrete and len(act_space.shape) != 1:
             raise ValueError(f"PPO here takes flat Box actions, got shape {act_space.shape}")
-        self.core = make_core(config.policy, self.obs_size, config.gru_size, config.seed)
+        self.core, policy_in, value_in = self._make_core(config)
         self.recurrent = self.core.state_size > 0
-        features = self.core.feature_size
         self.policy = Policy(
-            features,
+            self.core.feature_size,
             act_space,
             config.policy_layers,
             config.activation,
             config.init_log_std,
             config.seed,
+            take=policy_in,
         )
-        self.value = Value(features, config.value_layers, config.activation, config.seed)
-        self.obs_rms = RunningMeanStd([self.obs_size], name="obs_rms")
+        self.value = Value(
+            self.core.feature_size, config.value_layers, config.activation, config.seed, value_in
+        )
+        self.obs_rms = RunningMeanStd(list(self.obs_shape), name="obs_rms")
         self.ret_rms = RunningMeanStd([], name="ret_rms")
         self.running_return = tf.Variable(tf.zeros([config.num_envs], tf.float64), trainable=False)
         variables = [
@@ -123,7 +135,24 @@ class Agent(tf.Module):
         elif config.jit_compile:
             graph = functools.partial(type(self)._update.python_function, self)
             self._update_call = tf.function(graph, autograph=False, jit_compile=True)
-        self.rollout = Rollout(env, config.rollout_steps, self.obs_size, use_op=rollout_op)
+        self.rollout = Rollout(env, config.rollout_steps, use_op=rollout_op)
+
+    def _make_core(self, config: PPOConfig):
+        """The core (core.py) over the observations, behind a CNN torso for images
+        (torsos.py); and which columns of its features each head reads (None: all of them)."""
+        if not self.image:
+            core = make_core(config.policy, self.obs_shape[0], config.gru_size, config.seed)
+            return core, None, None
+        count = 1 if config.shared_torso else 2
+        torsos = [
+            make_torso(config.cnn, self.obs_shape, config.channels, config.seed + 1000 * k)
+            for k in range(count)
+        ]
+        size = torsos[0].feature_size
+        core = Encoded(torsos, make_core(config.policy, size * count, config.gru_size, config.seed))
+        if config.shared_torso:
+            return core, None, None
+        return core, (0, size), (size, 2 * size)
 
     def start(self, seed: int) -> None:
         """Resets every env (env i gets seed + i) into slot 0 of the rollout storage; every
@@ -147,10 +176,8 @@ class Agent(tf.Module):
 
     # ------------------------------------------------------------------ collection
     def normalize(self, obs):
-        obs = tf.cast(obs, tf.float32)
-        if not self.config.normalize_obs:
-            return obs
-        return self.obs_rms.normalize(obs, self.config.obs_clip)
+        """Raw observations (the env's dtype) as the networks read them (normalize.py)."""
+        return prepare_observations(obs, self.obs_rms, self.normalize_obs, self.config.obs_clip)
 
     # The graph functions below are written with explicit tf.while_loop and autograph off:
     # autograph's source transformation was most of the start-up time (about 2 s of 2.3 s).
@@ -185,16 +212,17 @@ class Agent(tf.Module):
                 else tf.clip_by_value(action, self.action_low, self.action_high)
             )
             next_obs, done = self.rollout.step(t, env_action)
+            next_obs = tf.cast(next_obs, obs_store.dtype)  # the storage dtype on every path
             return t + 1, next_obs, state, done, actions.write(t, action)
 
         actions = tf.TensorArray(tf.int64 if self.discrete else tf.float32, T)
         _, _, state, done, actions = tf.while_loop(
             lambda t, *_: t < T,
             body,
-            (tf.constant(0), tf.cast(obs_store[0], tf.float32), state0, starts0, actions),
+            (tf.constant(0), obs_store[0], state0, starts0, actions),
             shape_invariants=(
                 tf.TensorShape([]),
-                tf.TensorShape([N, self.obs_size]),
+                tf.TensorShape([N, *self.obs_shape]),
                 state0.shape,
                 tf.TensorShape([N]),
                 None,
@@ -212,7 +240,7 @@ class Agent(tf.Module):
         T, N = self.config.rollout_steps, self.config.num_envs
         last_features, _ = self.core(self.normalize(next_obs), states[-1], done[-1])
         final_features, _ = self.core(
-            self.normalize(tf.reshape(final_obs, [T * N, self.obs_size])),
+            self.normalize(tf.reshape(final_obs, [T * N, *self.obs_shape])),
             tf.reshape(states, [T * N, self.core.state_size]),
             tf.zeros([T * N], tf.bool),
         )
@@ -279,14 +307,14 @@ class Agent(tf.Module):
         T, N = c.rollout_steps, c.num_envs
         batch = T * N
         done = tf.logical_or(terminated, truncated)
-        nobs = self.normalize(raw_obs[:T])  # [T, N, obs]
+        obs = raw_obs[:T]  # [T, N, *obs_shape], the env's dtype: made float inside the networks
         starts = tf.concat([starts0[None], done[:-1]], axis=0)  # the episode begins at obs[t]
 
         def flat(x):  # [T, N, ...] -> [T * N, ...]
             return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
 
         # The behaviour policy's view of the rollout (the weights it was collected with).
-        features, states = self.core.sequence(nobs, state0, starts)
+        features, states = self.core.sequence(self.normalize(obs), state0, starts)
         b_params = self.policy(flat(features))
         b_logp = self.policy.log_prob(b_params, flat(actions))
         b_values = self.value(flat(features))
@@ -306,7 +334,7 @@ class Agent(tf.Module):
             return tf.reshape(x, tf.concat([[S, U], tf.shape(x)[1:]], axis=0))
 
         data = {
-            "obs": nobs if self.recurrent else units(flat(nobs)),
+            "obs": obs if self.recurrent else units(flat(obs)),
             "starts": starts if self.recurrent else tf.ones([S, U], tf.bool),
             "actions": actions if self.recurrent else units(flat(actions)),
             "old_logp": units(b_logp),
@@ -364,9 +392,10 @@ class Agent(tf.Module):
         kl = stats["kl"]
         if c.trust_region == "kl":
             self.beta.assign(adapt_kl_penalty(self.beta, kl, c.kl_target))
-        self.obs_rms.update_merged(
-            tf.reshape(raw_obs[:T], [batch, self.obs_size]), self.sync, Key.OBS_MOMENTS
-        )
+        if self.normalize_obs or not self.image:  # (vectors: kept as checkpoints always had)
+            self.obs_rms.update_merged(
+                tf.reshape(raw_obs[:T], [batch, *self.obs_shape]), self.sync, Key.OBS_MOMENTS
+            )
         self.updates.assign_add(1)
         b_returns = flat(returns)
         var_y = tf.math.reduce_variance(b_returns)
@@ -402,7 +431,7 @@ class Agent(tf.Module):
         )
         adv = (adv - adv_stats[0]) / (adv_stats[1] + 1e-8)
         with tf.GradientTape() as tape:
-            features, _ = self.core.sequence(obs, state0, starts)
+            features, _ = self.core.sequence(self.normalize(obs), state0, starts)
             features = flat(features)
             params = self.policy(features)
             logp = self.policy.log_prob(params, actions)

@@ -21,6 +21,14 @@ class PPOConfig:
     """The env's own parameters, passed to fastbatch.make for training and evaluation (e.g.
     Ant-v5's include_cfrc_ext_in_observation); a dict is accepted and kept as sorted pairs, so
     the config stays frozen and hashable. `--set` takes a JSON object: env_kwargs={"k": false}."""
+    plugins: tuple[str, ...] = ()
+    """Native plugin libraries to register (every env they export) before the env is made:
+    `fastbatch train ID --plugin path/to/libmy_envs.so`. Kept in config.json, so `--resume` and
+    `fastbatch eval` load them too."""
+    imports: tuple[str, ...] = ()
+    """Modules that register gymnasium ids, imported before the env is made: "module" or
+    "module:function" (the function is called), e.g. "minatar.gym:register_envs". The common
+    env packages (ale_py, minatar, minigrid) are imported by their ids without this."""
     num_envs: int = 16
     """Envs stepped together; one rollout holds num_envs * rollout_steps transitions."""
     rollout_steps: int = 128
@@ -67,6 +75,19 @@ class PPOConfig:
     rollout, in minibatches of whole env sequences)."""
     gru_size: int = 64
     """Units of the GRU core (policy='gru')."""
+    cnn: str = "auto"
+    """The convolutional torso of image observations (rank 3; vectors take none): 'nature'
+    (DQN's, as CleanRL's Atari PPO: 32-64-64 filters and a 512-unit layer), 'impala' (the
+    IMPALA ResNet: 3 stages of conv, max-pool and 2 residual blocks, then 256 units), 'small'
+    (the MinAtar paper's: one 3x3 conv of 16 filters and 128 units, for inputs such as 10x10),
+    or 'auto': 'nature' for images of 36x36 and more, 'small' below. The core (policy='mlp' or
+    'gru') then reads the torso's features."""
+    channels: str = "auto"
+    """Where an image's channels are: 'first' (C, H, W), 'last' (H, W, C), or 'auto': the
+    shorter of the first and last axes (ties: last)."""
+    shared_torso: bool = True
+    """Policy and value share one CNN torso (as CleanRL's Atari PPO); False gives each its own
+    (policy='mlp' only)."""
     policy_layers: tuple[int, ...] = (64, 64)
     """Hidden layer sizes of the policy MLP."""
     value_layers: tuple[int, ...] = (64, 64)
@@ -75,8 +96,10 @@ class PPOConfig:
     """Hidden activation: 'tanh' or 'relu'."""
     init_log_std: float = 0.0
     """Initial log standard deviation of the Gaussian policy (Box actions)."""
-    normalize_obs: bool = True
-    """Normalise observations by running mean/std (frozen during each rollout and its update)."""
+    normalize_obs: bool | None = None
+    """Normalise observations by running mean/std (frozen during each rollout and its update).
+    None: on for vector observations, off for images (a uint8 image is scaled by 1/255, a bool
+    one taken as 0/1, inside the network)."""
     obs_clip: float = 10.0
     """Clip normalised observations to +-obs_clip."""
     normalize_reward: bool = True
@@ -138,6 +161,17 @@ class PPOConfig:
             raise ValueError(f"activation must be 'tanh' or 'relu', got {self.activation!r}")
         if self.policy not in ("mlp", "gru"):
             raise ValueError(f"policy must be 'mlp' or 'gru', got {self.policy!r}")
+        if self.cnn not in ("auto", "nature", "impala", "small"):
+            raise ValueError(f"cnn must be 'auto', 'nature', 'impala' or 'small', got {self.cnn!r}")
+        if self.channels not in ("auto", "first", "last"):
+            raise ValueError(f"channels must be 'auto', 'first' or 'last', got {self.channels!r}")
+        if self.policy == "gru" and not self.shared_torso:
+            raise ValueError("policy='gru' reads one torso's features: set shared_torso=True")
+        for name in ("plugins", "imports"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not all(isinstance(v, str) and v for v in value):
+                raise ValueError(f"{name} must be a list of non-empty strings, got {value!r}")
+            object.__setattr__(self, name, tuple(value))
         if self.policy == "gru" and self.num_envs % self.minibatches:
             raise ValueError(
                 f"policy='gru' takes minibatches of whole env sequences: num_envs "
@@ -171,8 +205,9 @@ class PPOConfig:
         data = json.loads(text)
         if "num_threads" in data:  # configs saved before the knob was renamed
             data["num_workers"] = data.pop("num_threads")
-        for name in ("policy_layers", "value_layers"):
-            data[name] = tuple(data[name])
+        for name in ("policy_layers", "value_layers", "plugins", "imports"):
+            if name in data:
+                data[name] = tuple(data[name])
         return cls(**data)
 
 

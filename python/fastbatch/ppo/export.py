@@ -29,6 +29,8 @@ import tensorflow as tf
 
 import fastbatch
 
+from .normalize import prepare_observations
+
 __all__ = ["Player", "PolicyExport", "evaluate_saved", "export_policy", "load_policy"]
 
 
@@ -37,16 +39,19 @@ class PolicyExport(tf.Module):
 
     def __init__(self, agent):
         super().__init__()
-        self.core = agent.core if agent.recurrent else None  # tracked only when it has weights
+        # Tracked only when it has weights (a GRU, a CNN torso): an MLP's export holds what it
+        # always held.
+        self.core = agent.core if getattr(agent.core, "trainable_variables", ()) else None
+        self._recurrent = agent.recurrent
         self.policy = agent.policy
         self.obs_rms = agent.obs_rms
         core, state_size = agent.core, agent.core.state_size
-        normalize, clip = agent.config.normalize_obs, agent.config.obs_clip
+        normalize, clip = agent.normalize_obs, agent.config.obs_clip
         low = None if agent.discrete else agent.action_low
         high = None if agent.discrete else agent.action_high
 
         def step(obs, state):
-            x = self.obs_rms.normalize(obs, clip) if normalize else obs
+            x = prepare_observations(obs, self.obs_rms, normalize, clip)
             features, state = core(x, state, tf.zeros([tf.shape(obs)[0]], tf.bool))
             action = self.policy.mode(self.policy(features))
             action = action if low is None else tf.clip_by_value(action, low, high)
@@ -58,7 +63,9 @@ class PolicyExport(tf.Module):
         def serve(obs):
             return step(obs, tf.zeros([tf.shape(obs)[0], 0]))["action"]
 
-        obs_spec = tf.TensorSpec([None, agent.obs_size], tf.float32, name="obs")
+        # Observations in the env's dtype (uint8 images stay uint8), as the agent reads them.
+        obs_dtype = tf.as_dtype(agent.rollout.arrays["obs"].dtype)
+        obs_spec = tf.TensorSpec([None, *agent.obs_shape], obs_dtype, name="obs")
         state_spec = tf.TensorSpec([None, state_size], tf.float32, name="state")
         self.step = tf.function(step, autograph=False, input_signature=[obs_spec, state_spec])
         self.initial_state = tf.function(
@@ -70,7 +77,7 @@ class PolicyExport(tf.Module):
             self.serve = tf.function(serve, autograph=False, input_signature=[obs_spec])
 
     def signatures(self) -> dict:
-        serving = self.step if self.core is not None else self.serve
+        serving = self.step if self._recurrent else self.serve
         return {"serving_default": serving, "step": self.step, "initial_state": self.initial_state}
 
 
@@ -87,12 +94,13 @@ class Player:
     `step` is ``(obs, state) -> (actions, state)`` and `initial_state` ``batch -> state``, both
     on numpy arrays."""
 
-    def __init__(self, step, initial_state):
+    def __init__(self, step, initial_state, obs_dtype=np.float32):
         self._step, self._initial_state = step, initial_state
+        self._obs_dtype = np.dtype(obs_dtype)  # what the policy's signature takes
         self._state: np.ndarray | None = None
 
     def __call__(self, obs: np.ndarray, starts: np.ndarray) -> np.ndarray:
-        obs = np.asarray(obs, np.float32)
+        obs = np.asarray(obs, self._obs_dtype)
         initial = self._initial_state(len(obs))
         if self._state is None or len(self._state) != len(obs):
             state = initial
@@ -115,12 +123,14 @@ def load_policy(path: str | Path) -> Player:
 
         return Player(stateless, lambda batch: np.zeros((batch, 0), np.float32))
     step, initial = model.signatures["step"], model.signatures["initial_state"]
+    obs_dtype = step.structured_input_signature[1]["obs"].dtype.as_numpy_dtype
 
     def play(obs, state):
         out = step(obs=tf.constant(obs), state=tf.constant(state))
         return out["action"].numpy(), out["state"].numpy()
 
-    return Player(play, lambda batch: initial(batch_size=tf.constant(batch))["state"].numpy())
+    initial_state = lambda batch: initial(batch_size=tf.constant(batch))["state"].numpy()  # noqa: E731
+    return Player(play, initial_state, obs_dtype)
 
 
 def run_episodes(env, policy, episodes: int) -> list[float]:
@@ -130,7 +140,7 @@ def run_episodes(env, policy, episodes: int) -> list[float]:
     starts = np.ones(env.num_envs, bool)
     returns: list[float] = []
     while len(returns) < episodes:
-        obs, _, terminated, truncated, info = env.step(policy(np.asarray(obs, np.float32), starts))
+        obs, _, terminated, truncated, info = env.step(policy(obs, starts))
         starts = terminated | truncated
         if "episode" in info:
             returns.extend(info["episode"]["r"][info["_episode"]].tolist())

@@ -38,18 +38,23 @@ class MLP(tf.Module):
 class Policy(tf.Module):
     """Categorical (Discrete actions) or diagonal Gaussian with state-independent log-std (Box)."""
 
-    def __init__(self, in_size: int, action_space, layers, activation, init_log_std, seed):
+    def __init__(
+        self, in_size: int, action_space, layers, activation, init_log_std, seed, take=None
+    ):
         super().__init__(name="policy")
         self.discrete = hasattr(action_space, "n")
         out = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
         self.action_size = out
+        self.take = take
+        in_size = in_size if take is None else take[1] - take[0]
         self.net = MLP([in_size, *layers, out], activation, 0.01, seed)
         if not self.discrete:
             self.log_std = tf.Variable(tf.fill([out], float(init_log_std)), name="log_std")
 
     def __call__(self, features):
-        """Logits (Discrete) or means (Box) for a batch of features."""
-        return self.net(features)
+        """Logits (Discrete) or means (Box) for a batch of features (``take``: the columns
+        [start, stop) this head reads, when the value head has its own torso)."""
+        return self.net(_columns(features, self.take))
 
     def log_prob(self, params, actions):
         if self.discrete:
@@ -95,9 +100,15 @@ class Policy(tf.Module):
 class Value(tf.Module):
     """The state-value estimate of a batch of features."""
 
-    def __init__(self, in_size: int, layers, activation, seed):
+    def __init__(self, in_size: int, layers, activation, seed, take=None):
         super().__init__(name="value")
+        self.take = take
+        in_size = in_size if take is None else take[1] - take[0]
         self.net = MLP([in_size, *layers, 1], activation, 1.0, seed + 100)
 
     def __call__(self, features):
-        return self.net(features)[:, 0]
+        return self.net(_columns(features, self.take))[:, 0]
+
+
+def _columns(features, take):
+    return features if take is None else features[:, take[0] : take[1]]

@@ -58,6 +58,17 @@ class RunningMeanStd(tf.Module):
         return tf.cast(tf.clip_by_value(out, -clip, clip), tf.float32)
 
 
+def prepare_observations(obs, obs_rms, normalize: bool, clip: float):
+    """What the networks read of raw observations: float32, normalised by `obs_rms` (clipped to
+    +-clip) when `normalize`, else uint8 scaled by 1/255 and bool taken as 0/1 (images keep
+    their dtype until here). The agent and the exported policy share this rule."""
+    if normalize:
+        return obs_rms.normalize(obs, clip)
+    if obs.dtype == tf.uint8:
+        return tf.cast(obs, tf.float32) * (1.0 / 255.0)
+    return tf.cast(obs, tf.float32)
+
+
 def moments(batch):
     """A batch's mean and variance over its leading axis and its size, packed into one float64
     vector ``[mean (flat), var (flat), count]`` (what workers exchange)."""

@@ -183,6 +183,52 @@ PRESETS: dict[str, PPOConfig] = {
         minibatches=8,
         init_log_std=-1.0,
     ),
+    # minatar_*: the MinAtar paper's network (cnn="small": 3x3x16 conv, 128 units, linear heads)
+    # on its bool 10x10xC frames through the process backend (`pip install minatar`), with the
+    # settings of SB3's MinAtar PPO anchor (8 envs x 128 steps, lr 5e-4, 4 epochs, entropy 0.01).
+    **{
+        f"minatar_{key}": PPOConfig(
+            env_id=f"MinAtar/{name}-v1",
+            cnn="small",
+            policy_layers=(),
+            value_layers=(),
+            num_envs=8,
+            rollout_steps=128,
+            total_steps=1_000_000,
+            learning_rate=5e-4,
+            anneal_lr=True,
+            epochs=4,
+            minibatches=4,
+            entropy_coef=0.01,
+            normalize_reward=False,
+            checkpoint_every=100,
+        )
+        for key, name in (
+            ("breakout", "Breakout"),
+            ("asterix", "Asterix"),
+            ("freeway", "Freeway"),
+            ("seaquest", "Seaquest"),
+            ("space_invaders", "SpaceInvaders"),
+        )
+    },
+    # gridchase: the README's plugin example (examples/native_env_plugin, built by its CMake;
+    # `fastbatch train gridchase --plugin build/libgrid_chase.so`): a uint8 (3, 8, 8) image.
+    "gridchase": PPOConfig(
+        env_id="GridChase-v0",
+        cnn="small",
+        policy_layers=(),
+        value_layers=(),
+        num_envs=16,
+        rollout_steps=64,
+        total_steps=300_000,
+        learning_rate=5e-4,
+        anneal_lr=True,
+        epochs=4,
+        minibatches=4,
+        entropy_coef=0.01,
+        normalize_reward=False,
+        checkpoint_every=100,
+    ),
 }
 
 

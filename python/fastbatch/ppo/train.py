@@ -332,7 +332,8 @@ def evaluate_agent(agent: Agent, config: PPOConfig, episodes: int | None = None)
         action, state = act(tf.constant(obs), tf.constant(state), tf.zeros([len(obs)], tf.bool))
         return action.numpy(), state.numpy()
 
-    player = Player(step, lambda batch: agent.initial_state(batch).numpy())
+    initial = lambda batch: agent.initial_state(batch).numpy()  # noqa: E731
+    player = Player(step, initial, env.single_observation_space.dtype)
     returns = run_episodes(env, player, episodes)
     env.close()
     return float(np.mean(returns))
