@@ -58,8 +58,9 @@ class RolloutBinding:
     """How compiled code (the TensorFlow rollout op) steps a native env with no Python involved.
 
     ``step_fn`` is the address of ``int32_t step(void* context, int64_t t, const void* actions,
-    float* next_obs)``: one batch step written into slot ``t`` of the rollout storage (the new
-    observations into ``obs[t + 1]`` and, as float32, into ``next_obs``); it returns 0, or -1
+    void* next_obs, bool* done)``: one batch step written into slot ``t`` of the rollout storage
+    (the new observations into ``obs[t + 1]`` and, copied raw in the storage dtype, into
+    ``next_obs`` unless it is NULL; each env's done flag into ``done``); it returns 0, or -1
     with the message available from ``error_fn`` (``const char* error(void* context)``).
     ``context`` stays valid until the env is closed or binds other storage; the storage arrays
     are kept alive by the env meanwhile. Calls must not overlap with any other call on the env.
