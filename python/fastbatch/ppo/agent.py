@@ -212,7 +212,6 @@ class Agent(tf.Module):
                 else tf.clip_by_value(action, self.action_low, self.action_high)
             )
             next_obs, done = self.rollout.step(t, env_action)
-            next_obs = tf.cast(next_obs, obs_store.dtype)  # the storage dtype on every path
             return t + 1, next_obs, state, done, actions.write(t, action)
 
         actions = tf.TensorArray(tf.int64 if self.discrete else tf.float32, T)

@@ -14,6 +14,38 @@ from .config import PPOConfig, parse_value
 
 __all__ = ["PRESETS", "resolve"]
 
+# CleanRL's MuJoCo PPO settings: 8 envs x 256 steps, 10 epochs of 32 minibatches, lr 3e-4 annealed.
+_CLEANRL_MUJOCO = PPOConfig(
+    backend="native",
+    num_envs=8,
+    rollout_steps=256,
+    total_steps=1_000_000,
+    learning_rate=3e-4,
+    anneal_lr=True,
+    epochs=10,
+    minibatches=32,
+)
+# The same with 32 envs x 64 steps (half the policy calls), minibatches of 256, initial std 0.37.
+_WIDE_MUJOCO = _CLEANRL_MUJOCO.replace(
+    num_envs=32, rollout_steps=64, minibatches=8, init_log_std=-1.0
+)
+# Small images (MinAtar's 10x10, GridChase's 8x8): the small CNN and linear heads on its features.
+_SMALL_PIXELS = PPOConfig(
+    cnn="small",
+    policy_layers=(),
+    value_layers=(),
+    num_envs=8,
+    rollout_steps=128,
+    total_steps=1_000_000,
+    learning_rate=5e-4,
+    anneal_lr=True,
+    epochs=4,
+    minibatches=4,
+    entropy_coef=0.01,
+    normalize_reward=False,
+    checkpoint_every=100,
+)
+
 PRESETS: dict[str, PPOConfig] = {
     # cartpole: small nets, short rollouts, many envs (rl-baselines3-zoo's CartPole PPO).
     "cartpole": PPOConfig(
@@ -132,77 +164,20 @@ PRESETS: dict[str, PPOConfig] = {
         value_layers=(256, 256),
         jit_compile=True,
     ),
-    # hopper: CleanRL's MuJoCo PPO settings (8 envs x 256 steps, 32 minibatches).
-    "hopper": PPOConfig(
-        env_id="Hopper-v5",
-        backend="native",
-        num_envs=8,
-        rollout_steps=256,
-        total_steps=1_000_000,
-        learning_rate=3e-4,
-        anneal_lr=True,
-        epochs=10,
-        minibatches=32,
-    ),
-    # walker2d: CleanRL's MuJoCo PPO settings, as hopper.
-    "walker2d": PPOConfig(
-        env_id="Walker2d-v5",
-        backend="native",
-        num_envs=8,
-        rollout_steps=256,
-        total_steps=1_000_000,
-        learning_rate=3e-4,
-        anneal_lr=True,
-        epochs=10,
-        minibatches=32,
-    ),
+    # hopper, walker2d: CleanRL's MuJoCo PPO settings (8 envs x 256 steps, 32 minibatches).
+    "hopper": _CLEANRL_MUJOCO.replace(env_id="Hopper-v5"),
+    "walker2d": _CLEANRL_MUJOCO.replace(env_id="Walker2d-v5"),
     # humanoid: the ant settings; an initial std of 0.37 fits the actions' range of +-0.4.
-    "humanoid": PPOConfig(
-        env_id="Humanoid-v5",
-        backend="native",
-        num_envs=32,
-        rollout_steps=64,
-        total_steps=1_000_000,
-        learning_rate=3e-4,
-        anneal_lr=True,
-        epochs=10,
-        minibatches=8,
-        init_log_std=-1.0,
-    ),
+    "humanoid": _WIDE_MUJOCO.replace(env_id="Humanoid-v5"),
     # ant: v4's 27-dim observation, an initial std of 0.37, 32 envs x 64 steps.
-    "ant": PPOConfig(
-        env_id="Ant-v5",
-        env_kwargs={"include_cfrc_ext_in_observation": False},
-        backend="native",
-        num_envs=32,
-        rollout_steps=64,
-        total_steps=1_000_000,
-        learning_rate=3e-4,
-        anneal_lr=True,
-        epochs=10,
-        minibatches=8,
-        init_log_std=-1.0,
+    "ant": _WIDE_MUJOCO.replace(
+        env_id="Ant-v5", env_kwargs={"include_cfrc_ext_in_observation": False}
     ),
     # minatar_*: the MinAtar paper's network (cnn="small": 3x3x16 conv, 128 units, linear heads)
     # on its bool 10x10xC frames through the process backend (`pip install minatar`), with the
     # settings of SB3's MinAtar PPO anchor (8 envs x 128 steps, lr 5e-4, 4 epochs, entropy 0.01).
     **{
-        f"minatar_{key}": PPOConfig(
-            env_id=f"MinAtar/{name}-v1",
-            cnn="small",
-            policy_layers=(),
-            value_layers=(),
-            num_envs=8,
-            rollout_steps=128,
-            total_steps=1_000_000,
-            learning_rate=5e-4,
-            anneal_lr=True,
-            epochs=4,
-            minibatches=4,
-            entropy_coef=0.01,
-            normalize_reward=False,
-            checkpoint_every=100,
-        )
+        f"minatar_{key}": _SMALL_PIXELS.replace(env_id=f"MinAtar/{name}-v1")
         for key, name in (
             ("breakout", "Breakout"),
             ("asterix", "Asterix"),
@@ -213,21 +188,8 @@ PRESETS: dict[str, PPOConfig] = {
     },
     # gridchase: the README's plugin example (examples/native_env_plugin, built by its CMake;
     # `fastbatch train gridchase --plugin build/libgrid_chase.so`): a uint8 (3, 8, 8) image.
-    "gridchase": PPOConfig(
-        env_id="GridChase-v0",
-        cnn="small",
-        policy_layers=(),
-        value_layers=(),
-        num_envs=16,
-        rollout_steps=64,
-        total_steps=300_000,
-        learning_rate=5e-4,
-        anneal_lr=True,
-        epochs=4,
-        minibatches=4,
-        entropy_coef=0.01,
-        normalize_reward=False,
-        checkpoint_every=100,
+    "gridchase": _SMALL_PIXELS.replace(
+        env_id="GridChase-v0", num_envs=16, rollout_steps=64, total_steps=300_000
     ),
 }
 

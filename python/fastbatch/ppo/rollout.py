@@ -41,12 +41,8 @@ class Rollout:
     op out (numpy_function paths only: for comparisons). Episodes that end are recorded in
     ``episode_returns``/``episode_lengths`` (in order)."""
 
-    # obs_size: the old call's flat observation size, ignored (the shape comes from the env).
-    # TODO(issue 28): remove it, and the float32 cast it keeps, once the agent calls
-    # Rollout(env, steps, use_op=...) and casts the observations itself.
-    def __init__(self, env, steps: int, obs_size: int | None = None, *, use_op: bool = True):
+    def __init__(self, env, steps: int, *, use_op: bool = True):
         self.env = env
-        self._legacy_float32 = obs_size is not None
         self.steps = steps
         # Episodes reach the fallback paths through the env's own statistics.
         self._stats_key = env.stats_key
@@ -128,8 +124,6 @@ class Rollout:
             )
             next_obs.set_shape(self.obs_shape)
             done.set_shape(self.obs_shape[:1])
-        if self._legacy_float32:
-            next_obs = tf.cast(next_obs, tf.float32)
         return next_obs, done
 
     def finish(self) -> None:
