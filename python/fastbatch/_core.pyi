@@ -109,11 +109,15 @@ class _VectorPool:
         params: list[float],
         batch_size: int = 0,
         max_async_threads: int = 0,
+        frame_stack: int = 1,
     ) -> None:
         """``autoreset_mode``: 0 next step, 1 same step, 2 disabled. ``max_episode_steps`` 0: no
         time limit. ``params`` in spec order. ``batch_size`` 0 or ``num_envs``: sync; smaller:
         async (``send``/``recv``). ``max_async_threads`` (async): the most threads that may step
-        while the envs' steps block (measured), at least ``num_threads``."""
+        while the envs' steps block (measured), at least ``num_threads``. ``frame_stack`` above
+        1: every observation row (and ``spec``'s observation) is the env's last ``frame_stack``
+        observations on a new first axis, as gymnasium's ``FrameStackObservation``; ValueError
+        below 1, or above 1 for a Discrete observation or one of 4 axes."""
     def send(self, actions: npt.ArrayLike, env_ids: npt.ArrayLike) -> None:
         """Async: queues one step of each env in ``env_ids`` with its row of ``actions``."""
     def recv(self) -> _Received:

@@ -25,6 +25,7 @@ _PROCESS_OPTIONS = (
     "start_timeout",
     "in_parent",
     "restart",
+    "frame_stack",
 )
 
 

@@ -73,12 +73,25 @@ class RolloutBinding:
     """Returns and lengths of the episodes that ended through ``step_fn`` since the last call."""
 
 
+def _frame_stack_size(value: Any) -> int:
+    """The observations stacked per env for `frame_stack`: 1 (none) for None or 0."""
+    if value is None or (
+        isinstance(value, numbers.Integral) and not isinstance(value, bool) and value == 0
+    ):
+        return 1
+    return positive_int("frame_stack", value)
+
+
 class NativeVectorEnv(BatchVectorEnv):
     """A batch of `num_envs` native (C++) envs stepped together, as a gymnasium `VectorEnv`.
 
     Build it with :func:`fastbatch.make`. Observations, rewards (float32) and flags are returned
     as numpy views of 64-byte-aligned buffers owned by the env; an array you hold is never
     written again (buffers are recycled only once every array of a step has been dropped).
+
+    ``frame_stack=k`` (k > 1) keeps each env's last ``k`` observations in the pool, as
+    gymnasium's ``FrameStackObservation(env, k)`` would: observations (``final_obs`` too) have
+    the shape ``(k, *shape)``, oldest first, and an episode's first observation fills all ``k``.
 
     Threading: one thread at a time may call an env; a concurrent call raises ``RuntimeError``.
     """
@@ -100,6 +113,7 @@ class NativeVectorEnv(BatchVectorEnv):
         stats_key: str | None = None,
         batch_size: int | None = None,
         render_mode: str | None = None,
+        frame_stack: int | None = None,
         **kwargs: Any,
     ) -> None:
         entry = env_id if isinstance(env_id, RegisteredEnv) else REGISTRY.resolve(env_id)
@@ -124,6 +138,7 @@ class NativeVectorEnv(BatchVectorEnv):
             )
         if stats_key is not None and not isinstance(stats_key, str):
             raise TypeError(f"stats_key must be a string or None, got {stats_key!r}")
+        frames = _frame_stack_size(frame_stack)
         params = spec.encode_params(kwargs)
         seeds = None if seed is None else seed_list(seed, num_envs, self._max_seed)
 
@@ -141,6 +156,7 @@ class NativeVectorEnv(BatchVectorEnv):
                 params,
                 batch_size,
                 blocking_threads(workers, num_workers is None and num_threads is None),
+                frame_stack=frames,
             )
         except (EnvError, PluginError) as exc:  # the env's own MakeSpec or constructor threw
             raise type(exc)(f"{spec.id}: {exc}") from None

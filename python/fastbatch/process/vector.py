@@ -87,6 +87,10 @@ class ProcessVectorEnv(BatchVectorEnv):
     in DISABLED mode reset them with a mask. ``self.restarts`` counts replacements. A worker
     that dies again while being restarted, or whose envs cannot be rebuilt, raises
     ``WorkerDiedError`` and closes the env. Block 0 of ``in_parent`` is never restarted.
+
+    ``frame_stack=k`` (k > 1): each env is wrapped in gymnasium's
+    ``FrameStackObservation(env, k)`` in its worker, as the native backend's ``frame_stack``
+    stacks in its pool (None or 0: no stacking).
     """
 
     backend = "process"
@@ -105,12 +109,16 @@ class ProcessVectorEnv(BatchVectorEnv):
         liveness_interval: float = 0.05,
         in_parent: bool | None = None,
         restart: bool = False,
+        frame_stack: int | None = None,
     ) -> None:
         _check_flag("restart", restart)
         _check_flag("in_parent", in_parent, allow_none=True)
         start_timeout = _check_seconds("start_timeout", start_timeout)
         liveness_interval = _check_seconds("liveness_interval", liveness_interval)
         env_fns = list(env_fns)
+        frames = _frame_stack_size(frame_stack)
+        if frames > 1:  # stacked in the worker, by gymnasium's own wrapper
+            env_fns = [functools.partial(_frame_stacked, fn, frames) for fn in env_fns]
         num_envs = positive_int("num_envs", len(env_fns))
         workers = worker_count(num_workers, None, num_envs)
         if workers > num_envs:
@@ -423,6 +431,22 @@ class ProcessVectorEnv(BatchVectorEnv):
 
     def __repr__(self) -> str:
         return f"ProcessVectorEnv(num_envs={self.num_envs}, num_workers={self.num_workers})"
+
+
+def _frame_stack_size(value: Any) -> int:
+    """The observations stacked per env for `frame_stack`: 1 (none) for None or 0."""
+    if value is None or (
+        isinstance(value, numbers.Integral) and not isinstance(value, bool) and value == 0
+    ):
+        return 1
+    return positive_int("frame_stack", value)
+
+
+def _frame_stacked(env_fn: Callable[[], Any], stack_size: int) -> Any:
+    """`env_fn`'s env in ``FrameStackObservation`` (a module-level function: it pickles)."""
+    from gymnasium.wrappers import FrameStackObservation
+
+    return FrameStackObservation(env_fn(), stack_size)
 
 
 def env_factories(

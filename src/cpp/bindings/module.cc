@@ -136,10 +136,10 @@ void RegisterVectorPool(py::module_& m) {
   using fastbatch::PyVectorPool;
   py::class_<PyVectorPool>(m, "_VectorPool")
       .def(py::init<const fastbatch::EnvType&, int64_t, int, int, int64_t, std::vector<double>,
-                    int64_t, int>(),
+                    int64_t, int, int64_t>(),
            py::arg("env_type"), py::arg("num_envs"), py::arg("num_threads"),
            py::arg("autoreset_mode"), py::arg("max_episode_steps"), py::arg("params"),
-           py::arg("batch_size") = 0, py::arg("max_async_threads") = 0)
+           py::arg("batch_size") = 0, py::arg("max_async_threads") = 0, py::arg("frame_stack") = 1)
       .def("send", &PyVectorPool::Send, py::arg("actions"), py::arg("env_ids"))
       .def("recv", &PyVectorPool::Recv)
       .def("send_recv", &PyVectorPool::SendRecv, py::arg("actions"), py::arg("env_ids"))

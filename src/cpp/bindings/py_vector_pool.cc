@@ -29,7 +29,7 @@ namespace {
 std::unique_ptr<VectorPool> MakePool(const EnvType& type, int64_t num_envs, int num_threads,
                                      int autoreset_mode, int64_t max_episode_steps,
                                      std::vector<double> params, int64_t batch_size,
-                                     int max_async_threads) {
+                                     int max_async_threads, int64_t frame_stack) {
   if (num_envs <= 0) {
     throw py::value_error("num_envs must be a positive integer, got " + std::to_string(num_envs));
   }
@@ -49,6 +49,10 @@ std::unique_ptr<VectorPool> MakePool(const EnvType& type, int64_t num_envs, int 
     throw py::value_error("batch_size must be between 1 and num_envs=" + std::to_string(num_envs) +
                           ", got " + std::to_string(batch_size));
   }
+  if (frame_stack <= 0) {
+    throw py::value_error("frame_stack must be a positive integer, got " +
+                          std::to_string(frame_stack));
+  }
   PoolConfig config;
   config.num_envs = num_envs;
   config.num_threads = num_threads;
@@ -57,6 +61,7 @@ std::unique_ptr<VectorPool> MakePool(const EnvType& type, int64_t num_envs, int 
   config.params = std::move(params);
   config.batch_size = batch_size;
   config.max_async_threads = max_async_threads;
+  config.frame_stack = frame_stack;
   return std::make_unique<VectorPool>(type.api, config);
 }
 
@@ -65,11 +70,12 @@ std::unique_ptr<VectorPool> MakePool(const EnvType& type, int64_t num_envs, int 
 // The spaces come from the pool's spec: the block's, which may depend on the params.
 PyVectorPool::PyVectorPool(const EnvType& type, int64_t num_envs, int num_threads,
                            int autoreset_mode, int64_t max_episode_steps,
-                           std::vector<double> params, int64_t batch_size, int max_async_threads)
+                           std::vector<double> params, int64_t batch_size, int max_async_threads,
+                           int64_t frame_stack)
     : type_(type),
       owner_pid_(getpid()),
       pool_(MakePool(type, num_envs, num_threads, autoreset_mode, max_episode_steps,
-                     std::move(params), batch_size, max_async_threads)),
+                     std::move(params), batch_size, max_async_threads, frame_stack)),
       actions_(ActionChecker::ForSpace(pool_->spec().action)),
       step_slots_(num_envs, pool_->spec()),
       recv_slots_(batch_size > 0 ? batch_size : num_envs, pool_->spec(), true),

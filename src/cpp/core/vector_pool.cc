@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "dtype.h"
 #include "fastbatch/env.h"
@@ -44,6 +45,15 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   obs_row_bytes_ = DTypeSize(spec_->observation.dtype);
   for (int32_t d = 0; d < spec_->observation.ndim; ++d)
     obs_row_bytes_ *= spec_->observation.shape[d];
+  frame_bytes_ = obs_row_bytes_;
+  if (config.frame_stack != 1) {
+    try {
+      StackFrames(config.frame_stack);
+    } catch (...) {
+      api_->destroy(block_);
+      throw;
+    }
+  }
 
   const auto n = static_cast<size_t>(num_envs_);
   in_flight_.assign(n, 0);  // stays all zero in sync mode
@@ -87,6 +97,69 @@ int VectorPool::MaxActiveThreads(const PoolConfig& config) {
   if (config.batch_size <= 0 || config.batch_size >= config.num_envs) return threads;
   return static_cast<int>(std::clamp<int64_t>(config.max_async_threads, threads,
                                               std::max<int64_t>(threads, config.num_envs)));
+}
+
+void VectorPool::StackFrames(int64_t k) {
+  const fb_space& obs = spec_->observation;
+  const std::string id = spec_->id;
+  if (k < 1) {
+    throw std::invalid_argument("frame_stack must be a positive integer, got " + std::to_string(k));
+  }
+  if (obs.is_discrete) {
+    throw std::invalid_argument(id + ": frame_stack needs a Box observation space, not Discrete");
+  }
+  if (obs.ndim >= FASTBATCH_MAX_NDIM) {
+    throw std::invalid_argument(id + ": frame_stack adds a first axis to its observations of " +
+                                std::to_string(obs.ndim) + " axes, and observations have at most " +
+                                std::to_string(FASTBATCH_MAX_NDIM));
+  }
+  frame_stack_ = k;
+  stacked_spec_ = *spec_;
+  fb_space& stacked = stacked_spec_.observation;
+  stacked.ndim = obs.ndim + 1;
+  stacked.shape[0] = k;
+  for (int32_t d = 0; d < obs.ndim; ++d) stacked.shape[d + 1] = obs.shape[d];
+  const int64_t size = frame_bytes_ / DTypeSize(obs.dtype);
+  auto tile = [&](const double* bounds, std::vector<double>* out) -> const double* {
+    if (bounds == nullptr) return nullptr;
+    out->clear();
+    for (int64_t s = 0; s < k; ++s) out->insert(out->end(), bounds, bounds + size);
+    return out->data();
+  };
+  stacked.low = tile(obs.low, &stacked_low_);
+  stacked.high = tile(obs.high, &stacked_high_);
+  spec_ = &stacked_spec_;
+  obs_row_bytes_ = k * frame_bytes_;
+  const auto n = static_cast<size_t>(num_envs_);
+  raw_obs_.assign(n * static_cast<size_t>(frame_bytes_), 0);
+  frames_.assign(n * static_cast<size_t>(obs_row_bytes_), 0);
+  oldest_frame_.assign(n, 0);
+}
+
+void VectorPool::StartStack(int64_t i, uint8_t* obs) {
+  const auto frame = static_cast<size_t>(frame_bytes_);
+  const auto row_bytes = static_cast<size_t>(obs_row_bytes_);
+  const auto k = static_cast<size_t>(i);
+  const uint8_t* raw = raw_obs_.data() + k * frame;
+  uint8_t* row = obs + k * row_bytes;
+  for (size_t at = 0; at < row_bytes; at += frame) std::memcpy(row + at, raw, frame);
+  std::memcpy(frames_.data() + k * row_bytes, row, row_bytes);
+  oldest_frame_[k] = 0;
+}
+
+void VectorPool::PushFrame(int64_t i, uint8_t* obs) {
+  const auto frame = static_cast<size_t>(frame_bytes_);
+  const auto row_bytes = static_cast<size_t>(obs_row_bytes_);
+  const auto k = static_cast<size_t>(i);
+  uint8_t* ring = frames_.data() + k * row_bytes;
+  auto oldest = static_cast<size_t>(oldest_frame_[k]);
+  std::memcpy(ring + oldest * frame, raw_obs_.data() + k * frame, frame);  // the newest now
+  oldest = oldest + 1 == static_cast<size_t>(frame_stack_) ? 0 : oldest + 1;
+  oldest_frame_[k] = static_cast<int64_t>(oldest);
+  uint8_t* row = obs + k * row_bytes;
+  const size_t older = row_bytes - oldest * frame;  // ring slots [oldest, k), then [0, oldest)
+  std::memcpy(row, ring + oldest * frame, older);
+  std::memcpy(row + older, ring, oldest * frame);
 }
 
 double VectorPool::Now() {
@@ -172,7 +245,7 @@ void VectorPool::ResetTask(void* self, int64_t begin, int64_t end) {
 void VectorPool::ResetEnvs(int64_t begin, int64_t end, fb_error* error, uint8_t* failed) {
   if (begin == end) return;
   fb_batch batch{};
-  batch.obs = call_out_.obs;
+  batch.obs = EnvObs(call_out_.obs);
   batch.reset_mask = call_mask_;
   batch.rngs = seeds_.states();
   batch.info = info_row_ > 0 ? info_.data() : nullptr;
@@ -186,6 +259,7 @@ void VectorPool::ResetEnvs(int64_t begin, int64_t end, fb_error* error, uint8_t*
   for (int64_t i = begin; i < end; ++i) {
     if (call_mask_ == nullptr || call_mask_[i] != 0) {
       StartEpisode(i, now);
+      if (frame_stack_ > 1) StartStack(i, obs);
     } else if (prev != nullptr && prev != obs &&
                !(is_async() && in_flight_[static_cast<size_t>(i)])) {  // a worker owns that row
       std::memcpy(obs + i * obs_row_bytes_, prev + i * obs_row_bytes_,
@@ -244,7 +318,7 @@ void VectorPool::StepTask(void* self, int64_t begin, int64_t end) {
 int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, const BatchOut& out,
                              fb_error* error, int64_t* stepped_end) {
   fb_batch batch{};
-  batch.obs = out.obs;
+  batch.obs = EnvObs(out.obs);
   batch.reward = out.reward;
   batch.terminated = out.terminated;
   batch.actions = actions;
@@ -262,7 +336,8 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
   const float* reward = out.reward;
   const uint8_t* terminated = out.terminated;
   uint8_t* truncated = out.truncated;
-  const auto* obs = static_cast<const uint8_t*>(out.obs);
+  auto* obs = static_cast<uint8_t*>(out.obs);
+  const bool stacking = frame_stack_ > 1;
   int64_t ended = 0;
   double now = 0.0;
   for (int64_t i = begin; i < end; ++i) {
@@ -275,10 +350,12 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
     if (batch.reset_mask != nullptr && needs_reset_[k]) {  // NEXT_STEP autoreset happened
       if (now == 0.0) now = Now();
       StartEpisode(i, now);
+      if (stacking) StartStack(i, obs);
       truncated[i] = 0;
       done_[k] = 0;
       continue;
     }
+    if (stacking) PushFrame(i, obs);  // before SAME_STEP keeps it as the final observation
     ++elapsed_[k];
     ep_return_[k] += static_cast<double>(reward[i]);
     const bool trunc = (env_truncates_ && truncated[i] != 0) ||
@@ -311,7 +388,9 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
       return -1;
     }
     for (int64_t i = begin; i < end; ++i) {
-      if (done_[static_cast<size_t>(i)]) StartEpisode(i, now);
+      if (!done_[static_cast<size_t>(i)]) continue;
+      StartEpisode(i, now);
+      if (stacking) StartStack(i, obs);
     }
   }
   return step_failed ? -1 : ended;

@@ -3,8 +3,9 @@
 //
 // Buffers: the caller passes the output arrays of every call (`BatchOut`), so results can land
 // in pool-owned slots or straight in the caller's own memory. The pool owns only per-env
-// bookkeeping (RNGs, step counters, episode statistics, SAME_STEP final observations) and the
-// envs' info rows (ABI version 3), which the caller reads after each call like the statistics.
+// bookkeeping (RNGs, step counters, episode statistics, SAME_STEP final observations, the frame
+// stacks: "Frame stacking" below) and the envs' info rows (ABI version 3), which the caller
+// reads after each call like the statistics.
 //
 // Threading: all methods are called by one thread at a time (the Python layer guarantees it).
 // Inside Reset/Step the envs are split into chunks of `chunk_size()` envs (borders on cache-line
@@ -29,6 +30,16 @@
 // cycles and parks async threads when fewer measure faster (the caller then steps everything).
 // A waiting thread spins, then yields, then sleeps on a futex word that is signalled only when
 // someone sleeps on it.
+//
+// Frame stacking (PoolConfig.frame_stack = k > 1; gymnasium's FrameStackObservation with its
+// default padding "reset"): an observation row is the env's last k observations on a new first
+// axis, [k, *env_obs_shape], oldest first, and spec() says so. The envs write their own rows
+// into a pool-owned raw row per env; the thread that stepped or reset env i then copies that row
+// into env i's ring of its last k frames (pool-owned too) and writes the ring, oldest first, to
+// env i's output row: one frame and one stacked row copied per env step. An episode's first
+// observation (reset, NEXT_STEP's autoreset step, SAME_STEP's new episode) fills all k frames.
+// The ring, not the output row, is the history, so a caller may pass different output arrays to
+// every call. k = 1 is no stacking: the envs write the output rows themselves.
 #ifndef FASTBATCH_CORE_VECTOR_POOL_H_
 #define FASTBATCH_CORE_VECTOR_POOL_H_
 
@@ -87,6 +98,9 @@ struct PoolConfig {
   // the tuner may try more threads than num_threads. Clamped to [num_threads, num_envs].
   int max_async_threads = 0;
   std::vector<double> params;  // constructor params, in spec order
+  // Observations stacked per env (see "Frame stacking" above); 1: none. Must be positive, and
+  // above 1 needs a Box observation of fewer than FASTBATCH_MAX_NDIM axes.
+  int64_t frame_stack = 1;
 };
 
 // Async mode homes the envs in contiguous blocks, one per job ring: env `env` of `num_envs` on
@@ -113,7 +127,11 @@ class VectorPool {
   // while the envs' steps block.
   int active_threads() const { return tuner_.chosen(); }
   int64_t chunk_size() const { return chunk_size_; }
+  // One env's row of the observation arrays (frame_stack() frames of frame_bytes() each).
   int64_t obs_row_bytes() const { return obs_row_bytes_; }
+  int64_t frame_stack() const { return frame_stack_; }
+  int64_t frame_bytes() const { return frame_bytes_; }  // one observation of the env itself
+  // The envs' spec, its observation stacked when frame_stack() > 1.
   const fb_spec& spec() const { return *spec_; }
   AutoresetMode autoreset_mode() const { return mode_; }
 
@@ -204,6 +222,15 @@ class VectorPool {
                    fb_error* error, int64_t* stepped_end = nullptr);
   void ResetEnvs(int64_t begin, int64_t end, fb_error* error, uint8_t* failed);
   void StartEpisode(int64_t i, double now);
+  // Frame stacking (frame_stack_ > 1). StackFrames, in the constructor: the stacked spec and
+  // the buffers. StartStack: env i's ring and its row of `obs` become k copies of its raw row;
+  // PushFrame: its raw row replaces the oldest frame of its ring and the ring, oldest first,
+  // becomes its row of `obs`. Called by the thread that reset or stepped env i.
+  void StackFrames(int64_t k);
+  void StartStack(int64_t i, uint8_t* obs);
+  void PushFrame(int64_t i, uint8_t* obs);
+  // Where the envs write their observations for output `obs`: the raw rows when stacking.
+  void* EnvObs(void* obs) { return frame_stack_ > 1 ? raw_obs_.data() : obs; }
   void ThrowFirstError();
   static int ClampThreads(const PoolConfig& config);
   static int MaxActiveThreads(const PoolConfig& config);
@@ -246,6 +273,8 @@ class VectorPool {
   AutoresetMode mode_;
   int64_t max_episode_steps_;
   int64_t obs_row_bytes_;
+  int64_t frame_stack_ = 1;
+  int64_t frame_bytes_;  // the env's own observation row
   int max_threads_;
   int64_t chunk_size_;  // chunk c covers envs [c * chunk_size_, min((c + 1) * chunk_size_, N))
   int64_t num_chunks_;
@@ -263,6 +292,15 @@ class VectorPool {
   std::vector<int64_t> ep_length_out_;
   std::vector<double> ep_time_out_;
   std::vector<uint8_t> final_obs_;
+  // Frame stacking: the stacked spec (its observation's bounds tiled k times; the rest points
+  // into the table's or block's spec), the envs' raw rows [N, frame_bytes_], each env's ring
+  // [N, k, frame_bytes_] and the ring slot holding its oldest frame. An env's rows belong to the
+  // thread stepping or resetting it.
+  fb_spec stacked_spec_{};
+  std::vector<double> stacked_low_, stacked_high_;
+  std::vector<uint8_t> raw_obs_;
+  std::vector<uint8_t> frames_;
+  std::vector<int64_t> oldest_frame_;
   int64_t info_row_ = 0;
   std::vector<double> info_;        // [N, info_row_], by env; written by the envs
   std::vector<double> final_info_;  // [N, info_row_], SAME_STEP

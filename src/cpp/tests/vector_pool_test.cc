@@ -321,6 +321,78 @@ FB_TEST(ResultsDoNotDependOnTheNumberOfThreads) {
   CheckThreadsAgree<envs::Pendulum>("Pendulum");  // Box actions, time-limit truncations
 }
 
+// Frame stacking, k = 3, on two TestCounter envs (obs [steps, last action]): the stacked spec,
+// the pad at reset, the shift by one a step, the pad at an autoreset (NEXT_STEP: on the step
+// after the end; SAME_STEP: at once, the final observation stacked), a masked reset; the
+// output arrays alternate, so the history must come from the pool.
+FB_TEST(FrameStackShiftsByOneAndPadsAtEpisodeStarts) {
+  using Frames = std::vector<float>;  // env 0's row, then env 1's: 3 frames of 2 each
+  for (AutoresetMode mode : {AutoresetMode::kNextStep, AutoresetMode::kSameStep}) {
+    PoolConfig config;
+    config.num_envs = 2;
+    config.num_threads = 2;
+    config.autoreset_mode = mode;
+    config.params = {0.0, 0.0, 0.0};
+    config.frame_stack = 3;
+    VectorPool pool(EnvApi<envs::TestCounter>(), config);
+    const fb_space& raw = EnvApi<envs::TestCounter>()->spec()->observation;
+    const fb_space& space = pool.spec().observation;
+    FB_CHECK_EQ(space.ndim, 2);
+    FB_CHECK_EQ(space.shape[0], int64_t{3});
+    FB_CHECK_EQ(space.shape[1], int64_t{2});
+    for (int f = 0; f < 3; ++f) {
+      for (int j = 0; j < 2; ++j) {
+        FB_CHECK_EQ(space.low[2 * f + j], raw.low[j]);
+        FB_CHECK_EQ(space.high[2 * f + j], raw.high[j]);
+      }
+    }
+    FB_CHECK_EQ(pool.obs_row_bytes(), int64_t{24});
+    FB_CHECK_EQ(pool.frame_bytes(), int64_t{8});
+    Frames buffers[2] = {Frames(12, -1.0f), Frames(12, -1.0f)};
+    std::vector<float> reward(2);
+    std::vector<uint8_t> terminated(2), truncated(2);
+    int call = 0;
+    auto step = [&](std::vector<int64_t> actions) -> const Frames& {
+      Frames& obs = buffers[++call % 2];
+      std::fill(obs.begin(), obs.end(), -1.0f);
+      pool.Step(actions.data(),
+                BatchOut{obs.data(), reward.data(), terminated.data(), truncated.data()});
+      return obs;
+    };
+    pool.Reset(nullptr, buffers[0].data(), nullptr);
+    FB_CHECK(buffers[0] == Frames(12, 0.0f));
+    FB_CHECK(step({1, 2}) == (Frames{0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 2}));
+    FB_CHECK(step({1, 2}) == (Frames{0, 0, 1, 1, 2, 1, 0, 0, 1, 2, 2, 2}));
+    const Frames ended = step({1, 3});  // env 1 terminates
+    FB_CHECK(terminated[1] == 1);
+    const Frames last1 = {1, 2, 2, 2, 3, 3};
+    if (mode == AutoresetMode::kNextStep) {
+      FB_CHECK(ended == (Frames{1, 1, 2, 1, 3, 1, 1, 2, 2, 2, 3, 3}));
+      FB_CHECK(step({1, 1}) == (Frames{2, 1, 3, 1, 4, 1, 0, 0, 0, 0, 0, 0}));  // autoreset
+    } else {
+      FB_CHECK(ended == (Frames{1, 1, 2, 1, 3, 1, 0, 0, 0, 0, 0, 0}));  // the new episode's
+      const auto* final = reinterpret_cast<const float*>(pool.final_obs()) + 6;
+      FB_CHECK(Frames(final, final + 6) == last1);
+      FB_CHECK(step({1, 1}) == (Frames{2, 1, 3, 1, 4, 1, 0, 0, 0, 0, 1, 1}));
+    }
+    const Frames before = buffers[call % 2];
+    const std::vector<uint8_t> mask = {1, 0};
+    Frames& out = buffers[++call % 2];
+    pool.Reset(mask.data(), out.data(), before.data());
+    FB_CHECK(Frames(out.begin(), out.begin() + 6) == Frames(6, 0.0f));
+    FB_CHECK(Frames(out.begin() + 6, out.end()) == Frames(before.begin() + 6, before.end()));
+    const float steps1 = mode == AutoresetMode::kNextStep ? 1.0f : 2.0f;  // env 1's, after it
+    const Frames shifted = {before[8], before[9], before[10], before[11], steps1, 2};
+    const Frames& next = step({2, 2});
+    FB_CHECK(Frames(next.begin(), next.begin() + 6) == (Frames{0, 0, 0, 0, 1, 2}));
+    FB_CHECK(Frames(next.begin() + 6, next.end()) == shifted);
+  }
+  PoolConfig config;
+  config.params = {0.0, 0.0, 0.0};
+  config.frame_stack = 0;
+  FB_CHECK_THROWS(VectorPool(EnvApi<envs::TestCounter>(), config), std::invalid_argument);
+}
+
 // Send queues a run of envs ring by ring from FirstHomedOn, not env by env through HomeRing:
 // both must draw the same blocks.
 FB_TEST(AsyncHomeBlocksStartWhereHomeRingChanges) {
