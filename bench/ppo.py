@@ -4,10 +4,13 @@
                         [--no-sb3] [--sb3-threads 1,2] [--sb3-time-limit S] [--json FILE]
                         [--workers N]
     python bench/ppo.py --mujoco [--presets ...] [--seeds ...] [--steps N] [--set KEY=VALUE ...]
+    python bench/ppo.py --pixels [--presets ...] [--seeds ...] [--steps N] [--target [P=]R ...]
+                        [--set KEY=VALUE ...] [--no-sb3] [--sb3-stop] [--plugin LIB] [--json FILE]
 
 `--mujoco` runs the MuJoCo presets instead (ppo_mujoco.py: evaluation returns beside the
-published 1M-step PPO scores, a table and a PNG of learning curves); the rest of this text is
-about the default mode.
+published 1M-step PPO scores, a table and a PNG of learning curves); `--pixels` the MinAtar
+presets (ppo_pixels.py: time to a target training return against SB3 PPO with the same small
+CNN, a table a run and a summary); the rest of this text is about the default mode.
 
 For every preset and seed: wall-clock seconds (tracing and start-up included) and env steps
 until the mean return of the last 20 training episodes first reaches the env's threshold, and
@@ -151,19 +154,32 @@ def first_crossing(rows, threshold):
     return None, None
 
 
-def run_fastbatch(preset: str, seed: int, overrides: list[str], workers: int | None) -> dict:
+def run_fastbatch(
+    preset: str,
+    seed: int,
+    overrides: list[str],
+    workers: int | None,
+    threshold: float | None = None,
+    total_steps: int | None = None,
+) -> dict:
+    """One training run of `preset` and its time to `threshold` (default: the env's entry in
+    THRESHOLDS) from its progress.csv; `total_steps` replaces the preset's."""
     from fastbatch.ppo import resolve, train
     from fastbatch.ppo.launch import launch
     from fastbatch.ppo.train import read_progress
 
     config = resolve(preset, overrides, seed=seed)
+    if total_steps is not None:
+        config = config.replace(total_steps=total_steps)
+    if threshold is None:
+        threshold = THRESHOLDS[config.env_id]
     with tempfile.TemporaryDirectory() as logdir:
         if workers is None:
             result = train(config, logdir, progress=False)
         else:
             result = launch(config, logdir, workers=workers, progress=False)
         rows = read_progress(Path(logdir) / "progress.csv").tolist()
-    steps, seconds = first_crossing(rows, THRESHOLDS[config.env_id])
+    steps, seconds = first_crossing(rows, threshold)
     return {
         "env": config.env_id,
         "seed": seed,
@@ -173,6 +189,7 @@ def run_fastbatch(preset: str, seed: int, overrides: list[str], workers: int | N
         "eval_return": result.get("eval_return"),
         "budget_steps": result["env_steps"],
         "seconds": result["seconds"],
+        "steps_per_second": result["env_steps"] / result["seconds"],
         "workers": result.get("workers", 1),
     }
 
@@ -257,28 +274,72 @@ def main(argv=None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--mujoco", action="store_true", help="the MuJoCo presets (ppo_mujoco.py)")
-    parser.add_argument("--steps", type=int, default=None, help="env steps a run (--mujoco)")
+    parser.add_argument("--pixels", action="store_true", help="the MinAtar presets (ppo_pixels.py)")
+    parser.add_argument(
+        "--steps", type=int, default=None, help="env steps a run (--mujoco, --pixels)"
+    )
     parser.add_argument("--presets", default=None)
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--no-sb3", action="store_true")
-    parser.add_argument("--sb3-threads", default="1,2")
+    parser.add_argument(
+        "--sb3-threads", default=None, help="torch threads (default 1,2; --pixels 1)"
+    )
     parser.add_argument("--sb3-time-limit", type=float, default=math.inf, metavar="SECONDS")
-    parser.add_argument("--json", default="bench/results/ppo.json")
+    parser.add_argument(
+        "--json", default=None, help="default bench/results/ppo.json (ppo_pixels.json)"
+    )
     parser.add_argument("--workers", type=int, default=None, help="data-parallel worker processes")
+    pixels = parser.add_argument_group("--pixels")
+    pixels.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        metavar="[PRESET=]RETURN",
+        help="target training return (a bare number: every preset)",
+    )
+    pixels.add_argument("--sb3-stop", action="store_true", help="SB3 stops at the target")
+    pixels.add_argument("--plugin", default=None, metavar="LIB", help="runs gridchase from LIB")
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
+    presets = args.presets.split(",") if args.presets else None
     if args.mujoco:
         import ppo_mujoco
 
-        presets = args.presets.split(",") if args.presets else list(ppo_mujoco.PRESETS)
-        return ppo_mujoco.main(presets, seeds, args.steps, args.set)
+        return ppo_mujoco.main(presets or list(ppo_mujoco.PRESETS), seeds, args.steps, args.set)
+    if args.pixels:
+        import ppo_pixels
+
+        threads = args.sb3_threads or "1"
+        if not threads.isdigit():
+            parser.error("--pixels takes one --sb3-threads count")
+        return ppo_pixels.main(
+            presets,
+            seeds,
+            args.steps,
+            args.set,
+            target_items=args.target,
+            sb3=not args.no_sb3,
+            sb3_threads=int(threads),
+            sb3_time_limit=args.sb3_time_limit,
+            sb3_stop=args.sb3_stop,
+            plugin=args.plugin,
+            json_path=args.json,
+            run_fastbatch=run_fastbatch,
+        )
     from fastbatch.ppo import PRESETS
 
     args.presets = args.presets or "cartpole,pendulum,acrobot,mountaincar_continuous"
+    args.sb3_threads = args.sb3_threads or "1,2"
+    args.json = args.json or "bench/results/ppo.json"
+    pixel_only = ("target", "sb3_stop", "plugin")
     run = harness.RunInfo(
         packages=("tensorflow", "stable_baselines3", "sb3_contrib", "torch"),
-        **{k: v for k, v in vars(args).items() if k not in ("mujoco", "steps", "json")},
+        **{
+            k: v
+            for k, v in vars(args).items()
+            if k not in ("mujoco", "pixels", "steps", "json", *pixel_only)
+        },
     )
     print(run.header(), flush=True)
     report = []
