@@ -38,6 +38,16 @@ def positive_int(name: str, value: Any) -> int:
     return int(value)
 
 
+def frame_stack_size(value: Any) -> int:
+    """The observations stacked per env for ``frame_stack`` (both backends): 1 (no stacking)
+    for None or 0, else a positive int (TypeError/ValueError as `positive_int`)."""
+    if value is None or (
+        isinstance(value, numbers.Integral) and not isinstance(value, bool) and value == 0
+    ):
+        return 1
+    return positive_int("frame_stack", value)
+
+
 def parse_autoreset_mode(value: Any) -> AutoresetMode:
     """gymnasium's AutoresetMode from itself or a name ("next_step", "NextStep", "NEXT_STEP")."""
     if isinstance(value, AutoresetMode):

@@ -48,13 +48,15 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
     env's; 0 disables the time limit), ``stats_key`` (the info key under which fastbatch
     reports finished episodes' statistics, computed in C++; default None: off, so gymnasium's
     ``RecordEpisodeStatistics`` composes; ``"episode"`` gives its layout), ``batch_size`` (async mode below ``num_envs``),
-    and the env's own parameters.
+    ``frame_stack`` (k > 1: each env's last k observations, oldest first, as gymnasium's
+    ``FrameStackObservation``, kept by the pool), and the env's own parameters.
 
     Process keyword arguments: ``seed``, ``autoreset_mode``, ``stats_key``, ``batch_size`` (whole worker
     blocks), ``start_timeout`` (seconds for workers to build their envs), ``in_parent`` (the
     calling process steps the first block itself, as the native pool's calling thread does: one
     process fewer; an env crash in that block then reaches the caller), ``restart`` (replace a
-    worker process that dies, see ``ProcessVectorEnv``); everything else
+    worker process that dies, see ``ProcessVectorEnv``), ``frame_stack`` (gymnasium's
+    ``FrameStackObservation`` around each env, in its worker); everything else
     (``max_episode_steps`` included) goes to ``gymnasium.make`` for an id.
     """
     if backend_for(env, backend) == "native":

@@ -18,6 +18,7 @@ from fastbatch import _core
 from fastbatch._args import (
     MODE_CODES,
     blocking_threads,
+    frame_stack_size,
     parse_autoreset_mode,
     positive_int,
     seed_list,
@@ -71,15 +72,6 @@ class RolloutBinding:
     error_fn: int
     episodes: Callable[[], tuple[np.ndarray, np.ndarray]]
     """Returns and lengths of the episodes that ended through ``step_fn`` since the last call."""
-
-
-def _frame_stack_size(value: Any) -> int:
-    """The observations stacked per env for `frame_stack`: 1 (none) for None or 0."""
-    if value is None or (
-        isinstance(value, numbers.Integral) and not isinstance(value, bool) and value == 0
-    ):
-        return 1
-    return positive_int("frame_stack", value)
 
 
 class NativeVectorEnv(BatchVectorEnv):
@@ -138,7 +130,7 @@ class NativeVectorEnv(BatchVectorEnv):
             )
         if stats_key is not None and not isinstance(stats_key, str):
             raise TypeError(f"stats_key must be a string or None, got {stats_key!r}")
-        frames = _frame_stack_size(frame_stack)
+        frames = frame_stack_size(frame_stack)
         params = spec.encode_params(kwargs)
         seeds = None if seed is None else seed_list(seed, num_envs, self._max_seed)
 

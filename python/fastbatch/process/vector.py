@@ -25,6 +25,7 @@ from gymnasium.vector import AutoresetMode
 from fastbatch._args import (
     MODE_CODES,
     available_cores,
+    frame_stack_size,
     parse_autoreset_mode,
     positive_int,
     seed_list,
@@ -116,7 +117,7 @@ class ProcessVectorEnv(BatchVectorEnv):
         start_timeout = _check_seconds("start_timeout", start_timeout)
         liveness_interval = _check_seconds("liveness_interval", liveness_interval)
         env_fns = list(env_fns)
-        frames = _frame_stack_size(frame_stack)
+        frames = frame_stack_size(frame_stack)
         if frames > 1:  # stacked in the worker, by gymnasium's own wrapper
             env_fns = [functools.partial(_frame_stacked, fn, frames) for fn in env_fns]
         num_envs = positive_int("num_envs", len(env_fns))
@@ -431,15 +432,6 @@ class ProcessVectorEnv(BatchVectorEnv):
 
     def __repr__(self) -> str:
         return f"ProcessVectorEnv(num_envs={self.num_envs}, num_workers={self.num_workers})"
-
-
-def _frame_stack_size(value: Any) -> int:
-    """The observations stacked per env for `frame_stack`: 1 (none) for None or 0."""
-    if value is None or (
-        isinstance(value, numbers.Integral) and not isinstance(value, bool) and value == 0
-    ):
-        return 1
-    return positive_int("frame_stack", value)
 
 
 def _frame_stacked(env_fn: Callable[[], Any], stack_size: int) -> Any:
