@@ -5,6 +5,7 @@ name there exists, so the map cannot go stale by an added or removed file."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -28,11 +29,17 @@ def _first_column_names(heading: str) -> list[str]:
 
 
 def _entries(folder: str) -> list[str]:
-    return sorted(
-        p.name + ("/" if p.is_dir() else "")
-        for p in (ROOT / folder).iterdir()
-        if p.name not in SKIP and not p.name.endswith(".pyc")
-    )
+    """The folder's entries that git tracks or would track (outputs it ignores, such as
+    bench/results/, are no part of the map)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", folder],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    names = {Path(p).relative_to(folder).parts for p in listed}
+    return sorted({parts[0] + ("/" if len(parts) > 1 else "") for parts in names} - SKIP)
 
 
 @pytest.mark.parametrize("folder", list(TABLES))
