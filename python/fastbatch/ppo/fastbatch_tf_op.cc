@@ -4,17 +4,23 @@
 // that fastbatch._core hands out (attrs step_fn, error_fn, context), so this library links
 // against neither _core nor Python.
 //
-// next_obs is a copy of the storage's new row obs[t + 1], typed like the storage (attr obs_dtype:
-// the env's observation dtype; no conversion): the caller casts or scales it. obs_shape
-// ([N, *shape]) and obs_dtype must describe the bound storage's rows (the step function copies
-// N * obs_row_bytes bytes). Actions with a NaN are refused (InvalidArgument); an env's failure
-// is an InternalError naming the env.
+// next_obs holds the storage's new row obs[t + 1], typed like the storage (attr obs_dtype: the
+// env's observation dtype; no conversion): the caller casts or scales it. obs_shape ([N, *shape])
+// and obs_dtype must describe the bound storage's rows. With attr obs_address (the address of
+// obs[0]; the Python side sets it only when obs[0] and every row are 64-byte aligned, as
+// TensorFlow requires of any tensor's data) next_obs aliases that row: no copy. The storage
+// outlives every tensor of a rollout and row t + 1 is not written again within it (the next
+// rollout starts after carry_over), so the alias stays valid while TensorFlow can read it.
+// Without it (0), the step function copies the row into a fresh tensor. Actions with a NaN are
+// refused (InvalidArgument); an env's failure is an InternalError naming the env.
 #include <cmath>
 #include <cstdint>
 
+#include "tensorflow/core/framework/allocation_description.pb.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
+#include "tensorflow/core/framework/tensor.h"
 
 namespace {
 
@@ -32,6 +38,7 @@ REGISTER_OP("FastbatchRolloutStep")
     .Attr("error_fn: int")
     .Attr("context: int")
     .Attr("obs_shape: shape")
+    .Attr("obs_address: int = 0")
     .SetIsStateful()
     .SetShapeFn([](tensorflow::shape_inference::InferenceContext* c) {
       tensorflow::PartialTensorShape shape;
@@ -43,6 +50,22 @@ REGISTER_OP("FastbatchRolloutStep")
       return absl::OkStatus();
     });
 
+// A row of the rollout storage as a tensor's buffer: the storage owns the memory.
+class StorageRow : public tensorflow::TensorBuffer {
+ public:
+  StorageRow(void* data, size_t bytes) : TensorBuffer(data), bytes_(bytes) {}
+  size_t size() const override { return bytes_; }
+  TensorBuffer* root_buffer() override { return this; }
+  void FillAllocationDescription(tensorflow::AllocationDescription* proto) const override {
+    proto->set_requested_bytes(static_cast<int64_t>(bytes_));
+    proto->set_allocator_name("fastbatch rollout storage");
+  }
+  bool OwnsMemory() const override { return false; }
+
+ private:
+  size_t bytes_;
+};
+
 class RolloutStepOp : public tensorflow::OpKernel {
  public:
   explicit RolloutStepOp(tensorflow::OpKernelConstruction* c) : OpKernel(c) {
@@ -51,6 +74,11 @@ class RolloutStepOp : public tensorflow::OpKernel {
     OP_REQUIRES_OK(c, c->GetAttr("error_fn", &error));
     OP_REQUIRES_OK(c, c->GetAttr("context", &context));
     OP_REQUIRES_OK(c, c->GetAttr("obs_shape", &shape_));
+    int64_t address = 0;
+    OP_REQUIRES_OK(c, c->GetAttr("obs_address", &address));
+    obs_ = reinterpret_cast<char*>(address);
+    OP_REQUIRES_OK(c, c->GetAttr("obs_dtype", &obs_dtype_));
+    row_bytes_ = static_cast<size_t>(shape_.num_elements()) * tensorflow::DataTypeSize(obs_dtype_);
     step_ = reinterpret_cast<StepFn>(step);
     error_ = reinterpret_cast<ErrorFn>(error);
     context_ = reinterpret_cast<void*>(context);
@@ -65,13 +93,19 @@ class RolloutStepOp : public tensorflow::OpKernel {
         OP_REQUIRES(c, !std::isnan(flat(i)), absl::InvalidArgumentError("NaN action"));
       }
     }
+    const int32_t slot = t.scalar<int32_t>()();
     tensorflow::Tensor* out = nullptr;
     tensorflow::Tensor* done = nullptr;
-    OP_REQUIRES_OK(c, c->allocate_output(0, shape_, &out));
+    if (obs_ == nullptr) OP_REQUIRES_OK(c, c->allocate_output(0, shape_, &out));
     OP_REQUIRES_OK(c, c->allocate_output(1, tensorflow::TensorShape({shape_.dim_size(0)}), &done));
-    const int32_t rc = step_(context_, t.scalar<int32_t>()(), actions.tensor_data().data(),
-                             out->data(), done->flat<bool>().data());
+    const int32_t rc = step_(context_, slot, actions.tensor_data().data(),
+                             out == nullptr ? nullptr : out->data(), done->flat<bool>().data());
     OP_REQUIRES(c, rc == 0, absl::InternalError(error_(context_)));
+    if (obs_ != nullptr) {  // the row the step wrote, obs[slot + 1], as the output: no copy
+      auto* row = new StorageRow(obs_ + (static_cast<size_t>(slot) + 1) * row_bytes_, row_bytes_);
+      c->set_output(0, tensorflow::Tensor(obs_dtype_, shape_, row));
+      row->Unref();  // the tensor holds its own reference
+    }
   }
 
  private:
@@ -79,6 +113,9 @@ class RolloutStepOp : public tensorflow::OpKernel {
   ErrorFn error_ = nullptr;
   void* context_ = nullptr;
   tensorflow::TensorShape shape_;
+  tensorflow::DataType obs_dtype_ = tensorflow::DT_FLOAT;
+  char* obs_ = nullptr;  // obs[0] of the storage, when next_obs aliases its rows
+  size_t row_bytes_ = 0;
 };
 
 REGISTER_KERNEL_BUILDER(Name("FastbatchRolloutStep").Device(tensorflow::DEVICE_CPU), RolloutStepOp);

@@ -73,6 +73,10 @@ class Rollout:
         # bytes: then the pool writes each step straight into the storage (step_into).
         row_bytes = n * int(np.prod(shape, dtype=np.int64)) * obs_dtype.itemsize
         self._direct = native and row_bytes % 64 == 0
+        # The op's next_obs aliases row t + 1 of the storage when every row is 64-byte aligned
+        # (TensorFlow's requirement of a tensor's data); else the op copies it.
+        base = self.arrays["obs"].ctypes.data
+        self._obs_address = base if row_bytes % 64 == 0 and base % 64 == 0 else 0
         self._scratch = [fastbatch.aligned_empty(n, dt) for dt in (np.float32, np.bool_, np.bool_)]
         self._op, self._binding = None, None
         act_dtype = np.dtype(env.single_action_space.dtype)
@@ -117,6 +121,7 @@ class Rollout:
                 context=b.context,
                 obs_shape=self.obs_shape,
                 obs_dtype=dtype,
+                obs_address=self._obs_address,
             )
         else:
             next_obs, done = tf.numpy_function(
