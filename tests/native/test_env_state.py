@@ -20,7 +20,7 @@ import fastbatch
 
 pytestmark = pytest.mark.engine
 
-PLUGINS = Path(__file__).parent / "plugins"
+PLUGINS = Path(__file__).parents[1] / "plugins"
 # Each classic-control id with a state of its size, inside the reference's usual range.
 STATES = {
     "CartPole-v1": [0.03, -0.4, 0.05, 0.7],
