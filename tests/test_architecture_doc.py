@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
 TABLES = {"tests": "## Tests", "bench": "## Benchmarks and measurements"}
 SKIP = {"__pycache__", ".pytest_cache"}
-MIRRORED = {"process", "native"}  # tests/<package>/ mirrors fastbatch/<package>/: files named each
+# tests/<package>/ mirrors fastbatch/<package>/: the folder and each of its files are named.
+MIRRORED = {"process", "native", "agents"}
 
 
 def _first_column_names(heading: str) -> list[str]:

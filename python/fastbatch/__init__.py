@@ -46,6 +46,7 @@ __all__ = [
     "get_include",
     "list_envs",
     "make",
+    "make_agents",
     "register_native_env",
     "spec",
 ]
@@ -69,6 +70,10 @@ def __getattr__(name: str) -> Any:
         from fastbatch.process import ProcessVectorEnv
 
         return ProcessVectorEnv
+    if name == "make_agents":  # PettingZoo envs as batches of agents (also the process backend)
+        from fastbatch.agents import make_agents
+
+        return make_agents
     if name == "__version__":
         from fastbatch._compile import package_version
 

@@ -1,0 +1,257 @@
+"""`AgentsVectorEnv`: PettingZoo ``ParallelEnv``s as one gymnasium-style vector env whose batch
+axis is every (env, agent) pair, stepped by the process backend.
+
+Each ParallelEnv is wrapped in `AgentsEnv` (adapter.py: every agent in one Dict observation of
+fixed-shape arrays) and the adapters are stepped by `ProcessVectorEnv`, through its shared
+memory. This class only reshapes: row ``env * num_agents + k`` is agent ``possible_agents[k]``
+of env ``env`` (env-major), and every array it returns is a view of the backend's result arrays
+(no copy), as fresh and as safe to keep as those (see ProcessVectorEnv).
+
+Row rules (the full table is in docs/multi-agent.md):
+
+- ``info["active"]`` (``[rows]`` bool): the row holds a real step of its agent (observation,
+  reward, flags). An agent that ended (``terminated`` or ``truncated`` on its row) has
+  ``active=False``, zeros as observation, reward 0 and False flags from the next step until its
+  env resets; the actions given for it meanwhile are ignored.
+- An env's episode ends when all its agents are done; then it resets as gymnasium's autoreset
+  mode says: NEXT_STEP on the next step (rows: the reset observation, reward 0, no flags, active
+  for the agents of the new episode), SAME_STEP at once (rows: the final step's reward, flags and
+  ``active``, the new episode's observation; ``info["final_obs"]`` holds the final observation of
+  every row whose flags are set, with ``info["_final_obs"]``, also for an agent that ended
+  before the rest of its env), DISABLED never (``reset(options={"reset_mask": mask})`` with one
+  entry per env, ``[num_parallel_envs]``).
+- ``info["action_mask"]`` (``[rows, *mask_shape]`` int8) when the env gives masks.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from fastbatch._args import parse_autoreset_mode, positive_int
+from fastbatch.agents.adapter import AgentsEnv
+from fastbatch.agents.spec import AgentSpec, describe
+from fastbatch.process import ProcessVectorEnv
+
+__all__ = ["AgentsVectorEnv", "make_agents"]
+
+
+def _env_factory(env_fn: Any) -> Callable[..., Any]:
+    """`env_fn` as a callable: a PettingZoo env module (e.g. ``mpe2.simple_spread_v3``) gives its
+    ``parallel_env``."""
+    if isinstance(env_fn, types.ModuleType):
+        if not callable(getattr(env_fn, "parallel_env", None)):
+            raise TypeError(f"module {env_fn.__name__} has no parallel_env() to build envs with")
+        return env_fn.parallel_env
+    if not callable(env_fn):
+        raise TypeError(
+            "env_fn must be a callable returning a PettingZoo ParallelEnv (e.g. "
+            f"mpe2.simple_spread_v3.parallel_env), got {type(env_fn).__name__}"
+        )
+    return env_fn
+
+
+class AgentsVectorEnv(gymnasium.vector.VectorEnv):
+    """``num_parallel_envs`` PettingZoo ParallelEnvs as ``num_envs = num_parallel_envs *
+    num_agents`` batch rows (see the module docstring). Build it with `make_agents`.
+
+    ``single_observation_space`` / ``single_action_space``: one agent's (the observation without
+    its mask); ``observation_space`` / ``action_space``: the batch of every row. Actions are
+    ``[num_envs, *action_shape]``, rows env-major. Use it as a context manager, or ``close()``.
+    """
+
+    def __init__(
+        self,
+        env_fn: Any,
+        num_envs: int,
+        *,
+        num_workers: int | None = None,
+        seed: int | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        start_timeout: float = 120.0,
+        in_parent: bool | None = None,
+        env_kwargs: dict | None = None,
+    ) -> None:
+        self.closed = True  # until the backend exists
+        env_fn = _env_factory(env_fn)
+        count = positive_int("num_envs", num_envs)
+        mode = parse_autoreset_mode(autoreset_mode)
+        env_kwargs = dict(env_kwargs or {})
+        probe = env_fn(**env_kwargs)  # one env in the caller, to read its agents and spaces
+        try:
+            spec = describe(probe)
+        finally:
+            probe.close()
+        factory = functools.partial(AgentsEnv, env_fn, spec, env_kwargs)
+        self._envs = ProcessVectorEnv(
+            [factory] * count,
+            num_workers=num_workers,
+            seed=seed,
+            autoreset_mode=mode,
+            start_timeout=start_timeout,
+            in_parent=in_parent,
+        )
+        self.closed = False
+        self.agent_spec: AgentSpec = spec
+        """The agents and spaces read from the first env."""
+        self.num_parallel_envs = count
+        self.num_agents = spec.num_agents
+        self.num_envs = count * spec.num_agents
+        self.possible_agents = spec.possible_agents
+        self.single_observation_space = spec.observation_space
+        self.single_action_space = spec.action_space
+        self.observation_space = batch_space(spec.observation_space, self.num_envs)
+        self.action_space = batch_space(spec.action_space, self.num_envs)
+        self.metadata = {**spec.metadata, "autoreset_mode": mode}
+        self.render_mode = spec.render_mode
+        self._same_step = mode == AutoresetMode.SAME_STEP
+        self._obs_shape = (self.num_envs, *spec.observation_space.shape)
+        self._act_shape = (self.num_envs, *spec.action_space.shape)
+        self._env_act_shape = (count, spec.num_agents, *spec.action_space.shape)
+        self._mask_shape = (self.num_envs, *spec.mask_shape)
+        if seed is not None:
+            self.action_space.seed(int(seed))
+
+    @property
+    def num_workers(self) -> int:
+        """Blocks of envs, each stepped by one worker process (or by the caller: in_parent)."""
+        return self._envs.num_workers
+
+    @property
+    def worker_pids(self) -> list[int | None]:
+        """The process id of each block's worker (None: stepped in the caller, or closed)."""
+        return self._envs.worker_pids
+
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Resets every env (or those of ``options["reset_mask"]``, one bool per env:
+        ``[num_parallel_envs]``) and returns ``(obs, info)``: ``obs`` ``[num_envs, *obs_shape]``,
+        ``info["active"]`` and, for masked envs, ``info["action_mask"]``. ``seed``: an int seeds
+        env ``i`` with ``seed + i`` (as `fastbatch.make`), a list one seed per env."""
+        packed, _ = self._envs.reset(seed=seed, options=options)
+        info = {"active": packed["active"].reshape(self.num_envs)}
+        if "action_mask" in packed:
+            info["action_mask"] = packed["action_mask"].reshape(self._mask_shape)
+        return packed["obs"].reshape(self._obs_shape), info
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Steps every env once with ``actions`` ``[num_envs, *action_shape]`` (one row per (env,
+        agent), env-major; a gone agent's row is ignored but must still be a valid action).
+        Returns ``(obs, reward, terminated, truncated, info)`` per row (module docstring)."""
+        shaped = np.asarray(actions)
+        if shaped.shape != self._act_shape:
+            raise ValueError(
+                f"actions must have shape {self._act_shape}: one row per (env, agent) pair, "
+                f"{self.num_parallel_envs} envs x {self.num_agents} agents, env-major; got "
+                f"{shaped.shape}"
+            )
+        packed, _, _, _, env_info = self._envs.step(shaped.reshape(self._env_act_shape))
+        rows = self.num_envs
+        reward, active = packed["reward"], packed["active"]
+        terminated, truncated = packed["terminated"], packed["truncated"]
+        obs = packed["obs"]
+        info: dict[str, Any] = {}
+        if self._same_step:
+            final = self._final_obs(obs, packed, env_info)
+            if final is not None:
+                info["final_obs"], info["_final_obs"] = final
+        info["active"] = active.reshape(rows)
+        if "action_mask" in packed:
+            info["action_mask"] = packed["action_mask"].reshape(self._mask_shape)
+        return (
+            obs.reshape(self._obs_shape),
+            reward.reshape(rows),
+            terminated.reshape(rows),
+            truncated.reshape(rows),
+            info,
+        )
+
+    def _final_obs(self, obs: np.ndarray, packed: dict, env_info: dict):
+        """SAME_STEP: puts the final step's reward, flags and ``active`` of every env that reset
+        into its rows of `packed` (which hold the new episode's), and returns (final_obs,
+        _final_obs) over the rows whose flags are set, or None when no row's are."""
+        ended = env_info.get("_final_obs")
+        finals = {}
+        if ended is not None:
+            for i in np.flatnonzero(ended).tolist():
+                last = env_info["final_obs"][i]
+                for key in ("reward", "terminated", "truncated", "active"):
+                    packed[key][i] = last[key]
+                finals[i] = last["obs"]
+        done = packed["terminated"] | packed["truncated"]
+        if not done.any():
+            return None
+        count = self.num_agents
+        final_obs = np.full(self.num_envs, None, dtype=object)
+        for row in np.flatnonzero(done.reshape(-1)).tolist():
+            i, k = divmod(row, count)
+            source = finals.get(i, obs[i])
+            final_obs[row] = source[k].copy()
+        return final_obs, done.reshape(-1).copy()
+
+    def close(self, **kwargs: Any) -> None:
+        """Closes the envs and their worker processes (twice is harmless)."""
+        if getattr(self, "closed", True):
+            return
+        self.closed = True
+        self._envs.close()
+
+    def __enter__(self) -> AgentsVectorEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not getattr(self, "closed", True):
+            try:
+                self.close()
+            except Exception:  # at interpreter exit modules may be gone
+                pass
+
+    def __repr__(self) -> str:
+        return (
+            f"AgentsVectorEnv(num_parallel_envs={self.num_parallel_envs}, "
+            f"num_agents={self.num_agents}, num_workers={self.num_workers})"
+        )
+
+
+def make_agents(
+    env_fn: Any,
+    num_envs: int,
+    *,
+    num_workers: int | None = None,
+    seed: int | None = None,
+    autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+    start_timeout: float = 120.0,
+    in_parent: bool | None = None,
+    **env_kwargs: Any,
+) -> AgentsVectorEnv:
+    """``num_envs`` PettingZoo ParallelEnvs ``env_fn(**env_kwargs)`` stepped in worker processes,
+    as one vector env of ``num_envs * num_agents`` rows (`AgentsVectorEnv`).
+
+    ``env_fn``: a callable returning a ParallelEnv (``mpe2.simple_spread_v3.parallel_env``) or a
+    PettingZoo env module. ``seed``: env ``i`` gets ``seed + i`` at the first reset, as in
+    `fastbatch.make`. ``num_workers``, ``in_parent``, ``start_timeout``: as for the process
+    backend (``fastbatch.make(..., backend="process")``). One env is built in the caller first
+    to read the agents and spaces (and closed). >>> ``envs = fastbatch.make_agents(
+    simple_spread_v3.parallel_env, 8, num_workers=2, seed=0, N=3)``
+    """
+    return AgentsVectorEnv(
+        env_fn,
+        num_envs,
+        num_workers=num_workers,
+        seed=seed,
+        autoreset_mode=autoreset_mode,
+        start_timeout=start_timeout,
+        in_parent=in_parent,
+        env_kwargs=env_kwargs,
+    )
