@@ -26,6 +26,7 @@ _PROCESS_OPTIONS = (
     "in_parent",
     "restart",
     "frame_stack",
+    "wrappers",
 )
 
 
@@ -56,10 +57,19 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
     calling process steps the first block itself, as the native pool's calling thread does: one
     process fewer; an env crash in that block then reaches the caller), ``restart`` (replace a
     worker process that dies, see ``ProcessVectorEnv``), ``frame_stack`` (gymnasium's
-    ``FrameStackObservation`` around each env, in its worker); everything else
+    ``FrameStackObservation`` around each env, in its worker), ``wrappers`` (callables
+    ``env -> env`` or ``"module:name"`` paths, around each env in its worker, before the frame
+    stack: ``ProcessVectorEnv``); everything else
     (``max_episode_steps`` included) goes to ``gymnasium.make`` for an id.
     """
     if backend_for(env, backend) == "native":
+        if kwargs.get("wrappers"):
+            raise TypeError(
+                f"wrappers apply to Python envs, which the process backend steps; {env!r} is a "
+                "native env (its batch is stepped in C++): pass backend='process' with a "
+                "gymnasium id, or drop wrappers"
+            )
+        kwargs.pop("wrappers", None)
         if mujoco.is_mujoco_id(env):
             mujoco.register()  # builds the envs on first use
         entry = REGISTRY.resolve(env)  # resolved once, handed down

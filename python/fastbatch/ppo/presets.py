@@ -187,6 +187,35 @@ PRESETS: dict[str, PPOConfig] = {
             ("space_invaders", "SpaceInvaders"),
         )
     },
+    # atari: CleanRL's ppo_atari.py (8 envs x 128 steps, 4 epochs of 4 minibatches, lr 2.5e-4
+    # annealed, clip 0.1, entropy 0.01, Nature CNN on 84x84 gray frames stacked 4, no sticky
+    # actions) through the process backend; `--set env_id=ALE/Pong-v5` for another game
+    # (`pip install "fastbatch[atari]"`; fastbatch.atari says where it departs from CleanRL).
+    "atari": PPOConfig(
+        env_id="ALE/Breakout-v5",
+        env_kwargs={
+            "frameskip": 1,
+            "repeat_action_probability": 0.0,
+            "wrappers": ["fastbatch.atari:preprocess"],
+            "frame_stack": 4,
+        },
+        backend="process",
+        cnn="nature",
+        policy_layers=(),
+        value_layers=(),
+        num_envs=8,
+        rollout_steps=128,
+        total_steps=10_000_000,
+        learning_rate=2.5e-4,
+        anneal_lr=True,
+        epochs=4,
+        minibatches=4,
+        clip_ratio=0.1,
+        value_clip=0.1,
+        entropy_coef=0.01,
+        checkpoint_every=100,
+        tf_intra_op_threads=0,  # the CNN's convolutions use every core (1.3x over one here)
+    ),
     # gridchase: the README's plugin example (examples/native_env_plugin, built by its CMake;
     # `fastbatch train gridchase --plugin build/libgrid_chase.so`): a uint8 (3, 8, 8) image.
     "gridchase": _SMALL_PIXELS.replace(

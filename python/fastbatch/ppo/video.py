@@ -26,7 +26,9 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 
+from fastbatch._args import frame_stack_size
 from fastbatch.env_packages import register_package_for
+from fastbatch.process import wrapping
 from fastbatch.registry import REGISTRY
 
 __all__ = ["check_recordable", "record_video"]
@@ -42,7 +44,9 @@ def record_video(
 ) -> list[float]:
     """Plays `episodes` episodes of gymnasium's `env_id` with `policy` (a batch of float32
     observations and of episode-start flags -> a batch of actions, as `export.Player`), writes
-    their frames to `path`; returns their returns. `env_kwargs` go to gymnasium.make."""
+    their frames to `path`; returns their returns. `env_kwargs` are the training run's: its
+    ``wrappers`` and ``frame_stack`` wrap the env as the process backend's workers do, the rest
+    go to gymnasium.make."""
     env = _rendering_env(env_id, env_kwargs or {})
     returns: list[float] = []
     try:
@@ -77,11 +81,16 @@ def _rendering_env(env_id: str, env_kwargs: dict | None = None) -> gymnasium.Env
     # sound server they print "XDG_RUNTIME_DIR is invalid". Yours win if set.
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-    env = gymnasium.make(name, render_mode="rgb_array", **(env_kwargs or {}))
+    kwargs = dict(env_kwargs or {})
+    chain = (
+        wrapping.resolve(kwargs.pop("wrappers", None)),
+        frame_stack_size(kwargs.pop("frame_stack", None)),
+    )
+    env = gymnasium.make(name, render_mode="rgb_array", **kwargs)
     if env.render_mode != "rgb_array":
         env.close()
         raise ValueError(f"cannot record {env_id}: it has no rgb_array renderer")
-    return env
+    return wrapping.apply(env, *chain)  # the frames drawn are the game's, not the network's
 
 
 def _play(env, policy, episodes: int, seed: int, returns: list[float]) -> Iterator[np.ndarray]:

@@ -33,6 +33,7 @@ from fastbatch._args import (
 )
 from fastbatch._base import BatchVectorEnv
 from fastbatch.errors import AsyncStateError
+from fastbatch.process import wrapping
 from fastbatch.process.results import ResultReader
 from fastbatch.process.shm import OP_CALL, OP_RESET, OP_STEP, Layout, leaf_views
 from fastbatch.process.spaces import SpacePlan
@@ -91,7 +92,10 @@ class ProcessVectorEnv(BatchVectorEnv):
 
     ``frame_stack=k`` (k > 1): each env is wrapped in gymnasium's
     ``FrameStackObservation(env, k)`` in its worker, as the native backend's ``frame_stack``
-    stacks in its pool (None or 0: no stacking).
+    stacks in its pool (None or 0: no stacking). ``wrappers``: callables ``env -> env`` or
+    their import paths ``"module:name"``, put around each env in its worker in order (the
+    first innermost), before the frame stack, as ``gymnasium.make_vec``'s ``wrappers``
+    (wrapping.py).
     """
 
     backend = "process"
@@ -111,15 +115,15 @@ class ProcessVectorEnv(BatchVectorEnv):
         in_parent: bool | None = None,
         restart: bool = False,
         frame_stack: int | None = None,
+        wrappers: Sequence[Callable[[Any], Any] | str] | None = None,
     ) -> None:
         _check_flag("restart", restart)
         _check_flag("in_parent", in_parent, allow_none=True)
         start_timeout = _check_seconds("start_timeout", start_timeout)
         liveness_interval = _check_seconds("liveness_interval", liveness_interval)
-        env_fns = list(env_fns)
-        frames = frame_stack_size(frame_stack)
-        if frames > 1:  # stacked in the worker, by gymnasium's own wrapper
-            env_fns = [functools.partial(_frame_stacked, fn, frames) for fn in env_fns]
+        # Wrapped and stacked in the worker (wrapping.py), by the user's and gymnasium's wrappers.
+        chain = (wrapping.resolve(wrappers), frame_stack_size(frame_stack))
+        env_fns = [wrapping.wrapped_factory(fn, *chain) for fn in env_fns]
         num_envs = positive_int("num_envs", len(env_fns))
         workers = worker_count(num_workers, None, num_envs)
         if workers > num_envs:
@@ -432,13 +436,6 @@ class ProcessVectorEnv(BatchVectorEnv):
 
     def __repr__(self) -> str:
         return f"ProcessVectorEnv(num_envs={self.num_envs}, num_workers={self.num_workers})"
-
-
-def _frame_stacked(env_fn: Callable[[], Any], stack_size: int) -> Any:
-    """`env_fn`'s env in ``FrameStackObservation`` (a module-level function: it pickles)."""
-    from gymnasium.wrappers import FrameStackObservation
-
-    return FrameStackObservation(env_fn(), stack_size)
 
 
 def env_factories(
