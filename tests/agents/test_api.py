@@ -35,6 +35,18 @@ def test_attributes_and_spaces():
     envs.close()  # twice is harmless
 
 
+def test_seeds_are_per_env_as_in_make():
+    """``seed=s`` gives env ``i`` the episodes of ``seed=[s + i, ...]`` (and of a ParallelEnv
+    reset with ``s + i``)."""
+    with (
+        fastbatch.make_agents(dying(), 3, num_workers=1, seed=4) as a,
+        fastbatch.make_agents(dying(), 3, num_workers=1, seed=[4, 5, 6]) as b,
+    ):
+        np.testing.assert_array_equal(a.reset()[0], b.reset()[0])
+        obs, _ = dying()().reset(seed=5)
+        np.testing.assert_array_equal(a.reset(seed=4)[0][3:6], np.stack(list(obs.values())))
+
+
 def test_a_module_is_an_env_fn_and_env_kwargs_reach_the_env():
     with fastbatch.make_agents(simple_spread_v3, 1, num_workers=1, N=2) as envs:
         assert envs.num_agents == 2 and envs.single_observation_space.shape == (12,)

@@ -73,7 +73,7 @@ class AgentsVectorEnv(gymnasium.vector.VectorEnv):
         num_envs: int,
         *,
         num_workers: int | None = None,
-        seed: int | None = None,
+        seed: int | list[int | None] | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         start_timeout: float = 120.0,
         in_parent: bool | None = None,
@@ -116,8 +116,9 @@ class AgentsVectorEnv(gymnasium.vector.VectorEnv):
         self._act_shape = (self.num_envs, *spec.action_space.shape)
         self._env_act_shape = (count, spec.num_agents, *spec.action_space.shape)
         self._mask_shape = (self.num_envs, *spec.mask_shape)
-        if seed is not None:
-            self.action_space.seed(int(seed))
+        first = seed[0] if isinstance(seed, (list, tuple)) and seed else seed
+        if first is not None:  # as fastbatch.make: sample() repeats for the same seed
+            self.action_space.seed(int(first))
 
     @property
     def num_workers(self) -> int:
@@ -229,7 +230,7 @@ def make_agents(
     num_envs: int,
     *,
     num_workers: int | None = None,
-    seed: int | None = None,
+    seed: int | list[int | None] | None = None,
     autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
     start_timeout: float = 120.0,
     in_parent: bool | None = None,
@@ -239,8 +240,8 @@ def make_agents(
     as one vector env of ``num_envs * num_agents`` rows (`AgentsVectorEnv`).
 
     ``env_fn``: a callable returning a ParallelEnv (``mpe2.simple_spread_v3.parallel_env``) or a
-    PettingZoo env module. ``seed``: env ``i`` gets ``seed + i`` at the first reset, as in
-    `fastbatch.make`. ``num_workers``, ``in_parent``, ``start_timeout``: as for the process
+    PettingZoo env module. ``seed``: env ``i`` gets ``seed + i`` at the first reset (or
+    ``seed[i]`` from a list), as in `fastbatch.make`. ``num_workers``, ``in_parent``, ``start_timeout``: as for the process
     backend (``fastbatch.make(..., backend="process")``). One env is built in the caller first
     to read the agents and spaces (and closed). >>> ``envs = fastbatch.make_agents(
     simple_spread_v3.parallel_env, 8, num_workers=2, seed=0, N=3)``
