@@ -51,6 +51,8 @@ def test_the_facade_replays_the_env_it_wraps():
                 assert got[1] == {a: float(np.float32(r)) for a, r in want[1].items()}
                 np.testing.assert_equal(got[2:], want[2:])
             assert env.agents == []
+            with pytest.raises(ValueError, match="call reset"):
+                env.step({})
 
 
 def test_the_facade_refuses_bad_actions_and_batches():

@@ -57,6 +57,7 @@ class ParallelFacade(ParallelEnv):
         self._spec = spec
         self.possible_agents = list(spec.possible_agents)
         self.agents: list = []
+        self._episode_over = False  # every agent done: only reset() may follow
         self.metadata = spec.metadata
         self.render_mode = spec.render_mode
         self._filler = _filler(spec.action_space)
@@ -76,11 +77,14 @@ class ParallelFacade(ParallelEnv):
         obs, info = self.batch.reset(seed=seed)
         active = info["active"]
         self.agents = [a for a in self.possible_agents if active[self._index[a]]]
+        self._episode_over = False
         return self._dicts(obs, info, active)
 
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
         if not isinstance(actions, dict):
             raise TypeError(f"actions must be a dict keyed by agent, got {type(actions).__name__}")
+        if self._episode_over:
+            raise ValueError("every agent of the episode is done: call reset() before step()")
         unknown = [a for a in actions if a not in self._index]
         if unknown:
             raise ValueError(
@@ -101,6 +105,7 @@ class ParallelFacade(ParallelEnv):
         terms = {a: bool(terminated[index[a]]) for a in present}
         truncs = {a: bool(truncated[index[a]]) for a in present}
         self.agents = [a for a in present if not (terms[a] or truncs[a])]
+        self._episode_over = not self.agents
         return observations, rewards, terms, truncs, infos
 
     def _dicts(self, obs: np.ndarray, info: dict, active: np.ndarray) -> tuple[dict, dict]:
