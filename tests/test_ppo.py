@@ -137,6 +137,16 @@ def test_resume_continues_the_run_exactly(tmp_path):
         )
 
 
+def test_a_run_that_ended_off_a_checkpoint_boundary_can_be_extended(tmp_path):
+    """3 updates with checkpoint_every=2 end between boundaries: extending the run restarts its
+    envs where the resume begins (the process backend, unlike native pools, refuses a step
+    before the first reset)."""
+    config = resolve("CartPole-v1", total_steps=3 * 64, backend="process", num_workers=1, **TINY)
+    assert train(config, tmp_path, progress=False)["updates"] == 3
+    extended = train(None, tmp_path, resume=True, total_steps=5 * 64, progress=False)
+    assert extended["updates"] == 5 and extended["env_steps"] == 5 * 64
+
+
 def test_saved_model_reproduces_the_deterministic_policy(tmp_path):
     config = resolve("Pendulum-v1", total_steps=2 * 64, **TINY)
     train(config, tmp_path, progress=False)

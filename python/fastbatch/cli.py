@@ -175,13 +175,18 @@ def _eval(args) -> int:
     plugins = _plugin_paths(args.plugin or list(run_plugins), "eval")
     imports = [*(run_config.imports if run_config else ()), *(args.imports or [])]
     _load_env_sources(plugins, tuple(dict.fromkeys(imports)), "eval")
+    pettingzoo = args.pettingzoo or bool(run_config and run_config.pettingzoo)
+    if args.video and pettingzoo:
+        raise SystemExit("fastbatch eval: --video records gymnasium envs, not PettingZoo envs yet")
     if args.video:
         try:
             check_recordable(args.env)
         except ValueError as exc:
             raise SystemExit(f"fastbatch eval: {exc}") from None
     env_kwargs = _eval_env_kwargs(args, run_config)
-    returns = evaluate_saved(args.policy, args.env, args.episodes, seed=args.seed, **env_kwargs)
+    returns = evaluate_saved(
+        args.policy, args.env, args.episodes, seed=args.seed, pettingzoo=pettingzoo, **env_kwargs
+    )
     result = {
         "env_id": args.env,
         "episodes": len(returns),
@@ -280,6 +285,13 @@ def main(argv: list[str] | None = None) -> int:
         "gymnasium's own env of that id (fastbatch envs do not render)",
     )
     e.add_argument("--video-episodes", type=int, default=1, help="episodes to record (1)")
+    e.add_argument(
+        "--pettingzoo",
+        action="store_true",
+        help="--env is a PettingZoo env (a module such as mpe2.simple_spread_v3): play every "
+        "agent with the policy and count each agent's episodes (default: as the run that wrote "
+        "POLICY, if it trained on --env)",
+    )
     _add_env_source_arguments(e)
     args = parser.parse_args(argv)
 

@@ -16,6 +16,13 @@ from tests.agents.envs import assert_workers_exit, dying
 pytestmark = pytest.mark.no_tsan  # worker processes
 
 
+def test_a_module_name_builds_its_parallel_envs():
+    with fastbatch.make_agents("mpe2.simple_spread_v3", 2, num_workers=1, seed=0, N=2) as envs:
+        assert (envs.num_agents, envs.num_envs) == (2, 4)
+    with fastbatch.make_agents("tests.agents.envs:DyingAgents", 1, num_workers=1) as envs:
+        assert envs.possible_agents == ("agent_0", "agent_1", "agent_2")
+
+
 def test_attributes_and_spaces():
     with fastbatch.make_agents(dying(mask="info"), 2, num_workers=2, seed=0) as envs:
         assert (envs.num_parallel_envs, envs.num_agents, envs.num_envs) == (2, 3, 6)
@@ -92,7 +99,9 @@ def test_envs_it_cannot_batch_are_refused_clearly():
     with pytest.raises(ValueError, match=r"\['agent_0', 'agent_1'\] have Box.*\['agent_2'\] have"):
         fastbatch.make_agents(dying(odd_agent=True), 1)
     with pytest.raises(TypeError, match="must be a callable returning a PettingZoo ParallelEnv"):
-        fastbatch.make_agents("simple_spread_v3", 1)
+        fastbatch.make_agents(42, 1)
+    with pytest.raises(ValueError, match="cannot import 'simple_spread_v3'.*mpe2.simple_spread"):
+        fastbatch.make_agents("simple_spread_v3", 1)  # a name is a module's: mpe2.simple_spread_v3
     with pytest.raises(TypeError, match="for an AEC env use its module's parallel_env"):
         fastbatch.make_agents(simple_spread_v3.env, 1)
     with pytest.raises(ValueError, match="num_envs must be"):

@@ -26,6 +26,7 @@ Row rules (the full table is in docs/multi-agent.md):
 from __future__ import annotations
 
 import functools
+import importlib
 import types
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +38,7 @@ from gymnasium.vector.utils import batch_space
 
 from fastbatch._args import parse_autoreset_mode, positive_int
 from fastbatch.agents.adapter import AgentsEnv
+from fastbatch.agents.episodes import AgentEpisodes
 from fastbatch.agents.spec import AgentSpec, describe
 from fastbatch.process import ProcessVectorEnv
 
@@ -45,7 +47,24 @@ __all__ = ["AgentsVectorEnv", "make_agents"]
 
 def _env_factory(env_fn: Any) -> Callable[..., Any]:
     """`env_fn` as a callable: a PettingZoo env module (e.g. ``mpe2.simple_spread_v3``) gives its
-    ``parallel_env``."""
+    ``parallel_env``; a string names a module (``"mpe2.simple_spread_v3"``) or a callable in one
+    (``"my_pkg.envs:make_env"``), as a JSON config can."""
+    if isinstance(env_fn, str):
+        module_name, _, attr = env_fn.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ValueError(
+                f"cannot import {module_name!r} to build the PettingZoo env {env_fn!r} ({exc}); "
+                "name a module with parallel_env() ('mpe2.simple_spread_v3') or a callable "
+                "('package.module:function'), and install its package"
+            ) from exc
+        if not attr:
+            env_fn = module
+        elif callable(getattr(module, attr, None)):
+            return getattr(module, attr)
+        else:
+            raise ValueError(f"module {module_name} has no callable {attr!r} ({env_fn!r})")
     if isinstance(env_fn, types.ModuleType):
         if not callable(getattr(env_fn, "parallel_env", None)):
             raise TypeError(f"module {env_fn.__name__} has no parallel_env() to build envs with")
@@ -77,6 +96,7 @@ class AgentsVectorEnv(gymnasium.vector.VectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         start_timeout: float = 120.0,
         in_parent: bool | None = None,
+        stats_key: str | None = None,
         env_kwargs: dict | None = None,
     ) -> None:
         self.closed = True  # until the backend exists
@@ -116,9 +136,19 @@ class AgentsVectorEnv(gymnasium.vector.VectorEnv):
         self._act_shape = (self.num_envs, *spec.action_space.shape)
         self._env_act_shape = (count, spec.num_agents, *spec.action_space.shape)
         self._mask_shape = (self.num_envs, *spec.mask_shape)
+        self._episodes = AgentEpisodes(self.num_envs, spec.num_agents, stats_key)
+        self._ended = np.zeros(count, np.bool_)  # envs whose episode ended in the last step
+        self.time_limit: int | None = None
+        """No limit of the batch's own: a PettingZoo env ends its episodes itself."""
         first = seed[0] if isinstance(seed, (list, tuple)) and seed else seed
         if first is not None:  # as fastbatch.make: sample() repeats for the same seed
             self.action_space.seed(int(first))
+
+    @property
+    def stats_key(self) -> str | None:
+        """The info key of finished episodes' statistics, one entry per agent row (episodes.py),
+        or None: none kept."""
+        return self._episodes.stats_key
 
     @property
     def num_workers(self) -> int:
@@ -138,6 +168,9 @@ class AgentsVectorEnv(gymnasium.vector.VectorEnv):
         ``info["active"]`` and, for masked envs, ``info["action_mask"]``. ``seed``: an int seeds
         env ``i`` with ``seed + i`` (as `fastbatch.make`), a list one seed per env."""
         packed, _ = self._envs.reset(seed=seed, options=options)
+        mask = None if options is None else options.get("reset_mask")
+        self._episodes.restart(None if mask is None else np.asarray(mask, np.bool_))
+        self._ended[mask if mask is not None else slice(None)] = False
         info = {"active": packed["active"].reshape(self.num_envs)}
         if "action_mask" in packed:
             info["action_mask"] = packed["action_mask"].reshape(self._mask_shape)
@@ -154,7 +187,7 @@ class AgentsVectorEnv(gymnasium.vector.VectorEnv):
                 f"{self.num_parallel_envs} envs x {self.num_agents} agents, env-major; got "
                 f"{shaped.shape}"
             )
-        packed, _, _, _, env_info = self._envs.step(shaped.reshape(self._env_act_shape))
+        packed, _, env_ended, _, env_info = self._envs.step(shaped.reshape(self._env_act_shape))
         rows = self.num_envs
         reward, active = packed["reward"], packed["active"]
         terminated, truncated = packed["terminated"], packed["truncated"]
@@ -167,6 +200,18 @@ class AgentsVectorEnv(gymnasium.vector.VectorEnv):
         info["active"] = active.reshape(rows)
         if "action_mask" in packed:
             info["action_mask"] = packed["action_mask"].reshape(self._mask_shape)
+        reset_rows = None
+        if self.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP and self._ended.any():
+            reset_rows = np.repeat(self._ended, self.num_agents)
+        self._ended = np.array(env_ended, np.bool_)
+        info.update(
+            self._episodes.step(
+                reward.reshape(rows),
+                info["active"],
+                (terminated | truncated).reshape(rows),
+                reset_rows,
+            )
+        )
         return (
             obs.reshape(self._obs_shape),
             reward.reshape(rows),
@@ -234,13 +279,16 @@ def make_agents(
     autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
     start_timeout: float = 120.0,
     in_parent: bool | None = None,
+    stats_key: str | None = None,
     **env_kwargs: Any,
 ) -> AgentsVectorEnv:
     """``num_envs`` PettingZoo ParallelEnvs ``env_fn(**env_kwargs)`` stepped in worker processes,
     as one vector env of ``num_envs * num_agents`` rows (`AgentsVectorEnv`).
 
-    ``env_fn``: a callable returning a ParallelEnv (``mpe2.simple_spread_v3.parallel_env``) or a
-    PettingZoo env module. ``seed``: env ``i`` gets ``seed + i`` at the first reset (or
+    ``env_fn``: a callable returning a ParallelEnv (``mpe2.simple_spread_v3.parallel_env``), a
+    PettingZoo env module, or either's name (``"mpe2.simple_spread_v3"``, ``"pkg.mod:fn"``).
+    ``stats_key``: the info key of each agent's finished episodes (``"episode"``: return, length
+    and time per row, as ``RecordEpisodeStatistics``), None for none. ``seed``: env ``i`` gets ``seed + i`` at the first reset (or
     ``seed[i]`` from a list), as in `fastbatch.make`. ``num_workers``, ``in_parent``, ``start_timeout``: as for the process
     backend (``fastbatch.make(..., backend="process")``). One env is built in the caller first
     to read the agents and spaces (and closed). >>> ``envs = fastbatch.make_agents(
@@ -254,5 +302,6 @@ def make_agents(
         autoreset_mode=autoreset_mode,
         start_timeout=start_timeout,
         in_parent=in_parent,
+        stats_key=stats_key,
         env_kwargs=env_kwargs,
     )

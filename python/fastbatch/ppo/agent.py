@@ -31,6 +31,7 @@ import logging
 import gymnasium
 import tensorflow as tf
 
+from . import losses
 from .config import PPOConfig
 from .core import make_core
 from .distribute import Key, LocalSync
@@ -101,7 +102,10 @@ class Agent(tf.Module):
         )
         self.obs_rms = RunningMeanStd(list(self.obs_shape), name="obs_rms")
         self.ret_rms = RunningMeanStd([], name="ret_rms")
-        self.running_return = tf.Variable(tf.zeros([config.num_envs], tf.float64), trainable=False)
+        # Batch rows: the envs, or every (env, agent) pair of a batch of agents (make_agents).
+        self.num_rows = n = env.num_envs
+        self.batch_size = n * config.rollout_steps
+        self.running_return = tf.Variable(tf.zeros([n], tf.float64), trainable=False)
         variables = [
             *getattr(self.core, "trainable_variables", ()),
             *self.policy.trainable_variables,
@@ -117,7 +121,6 @@ class Agent(tf.Module):
             self.action_low = tf.constant(act_space.low, tf.float32)
             self.action_high = tf.constant(act_space.high, tf.float32)
         if self.recurrent:  # checkpointed; an MLP agent's checkpoint has no such entries
-            n = config.num_envs
             self.rollout_state = tf.Variable(
                 self.core.initial_state(n), trainable=False, name="rollout_state"
             )
@@ -171,7 +174,7 @@ class Agent(tf.Module):
         """(state, starts) of every env at slot 0 of the rollout (graph side)."""
         if self.recurrent:
             return tf.identity(self.rollout_state), tf.identity(self.rollout_starts)
-        n = self.config.num_envs
+        n = self.num_rows
         return self.core.initial_state(n), tf.ones([n], tf.bool)
 
     # ------------------------------------------------------------------ collection
@@ -197,7 +200,7 @@ class Agent(tf.Module):
         recomputes in one batch from the stored observations, with the same weights and frozen
         statistics: the loop stays short and the results are identical."""
         c = self.config
-        T, N = c.rollout_steps, c.num_envs
+        T, N = c.rollout_steps, self.num_rows
         # Worker r samples as envs r * N ... r * N + N - 1 of one batch over every worker.
         base = tf.cast(self.env_steps, tf.int32) + self.sync.rank * T * N
         state0, starts0 = self._rollout_start()
@@ -236,7 +239,7 @@ class Agent(tf.Module):
         last step's reset rule) gives ``[N]``; ``final_obs [T, N, obs]`` (the final observation
         of an episode that ended at step t) with ``states [T, N, S]`` (the state after step t)
         gives ``[T, N]``. ``done [T, N]``: the episode ended at step t."""
-        T, N = self.config.rollout_steps, self.config.num_envs
+        T, N = self.config.rollout_steps, self.num_rows
         last_features, _ = self.core(self.normalize(next_obs), states[-1], done[-1])
         final_features, _ = self.core(
             self.normalize(tf.reshape(final_obs, [T * N, *self.obs_shape])),
@@ -290,6 +293,7 @@ class Agent(tf.Module):
             t["terminated"],
             t["truncated"],
             t["final_obs"],
+            t["active"],
             state0,
             starts0,
         )
@@ -301,13 +305,18 @@ class Agent(tf.Module):
         return metrics
 
     @tf.function(autograph=False)
-    def _update(self, actions, raw_obs, reward, terminated, truncated, final_obs, state0, starts0):
+    def _update(
+        self, actions, raw_obs, reward, terminated, truncated, final_obs, active, state0, starts0
+    ):
         c = self.config
-        T, N = c.rollout_steps, c.num_envs
+        T, N = c.rollout_steps, self.num_rows
         batch = T * N
         done = tf.logical_or(terminated, truncated)
+        # Where a row's episode may begin next (Rollout.step's done): in a batch of agents also
+        # after a step its agent sat out.
+        breaks = tf.logical_or(done, tf.logical_not(active)) if self.rollout.masked else done
         obs = raw_obs[:T]  # [T, N, *obs_shape], the env's dtype: made float inside the networks
-        starts = tf.concat([starts0[None], done[:-1]], axis=0)  # the episode begins at obs[t]
+        starts = tf.concat([starts0[None], breaks[:-1]], axis=0)  # the episode begins at obs[t]
 
         def flat(x):  # [T, N, ...] -> [T * N, ...]
             return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
@@ -317,8 +326,10 @@ class Agent(tf.Module):
         b_params = self.policy(flat(features))
         b_logp = self.policy.log_prob(b_params, flat(actions))
         b_values = self.value(flat(features))
-        last_values, final_values = self.bootstrap_values(raw_obs[T], final_obs, states, done)
+        last_values, final_values = self.bootstrap_values(raw_obs[T], final_obs, states, breaks)
         rewards = self.scale_rewards(reward, done)
+        if not c.bootstrap_truncation:  # the horizon ends the task: truncation terminates
+            terminated, truncated = done, tf.zeros_like(truncated)
         adv, returns = self.advantages(
             tf.reshape(b_values, [T, N]), rewards, terminated, truncated, final_values, last_values
         )
@@ -342,6 +353,10 @@ class Agent(tf.Module):
             "adv": units(flat(adv)),
             "returns": units(flat(returns)),
         }
+        # A batch of agents: each sample weighs 1 where its agent acted, 0 where it sat out.
+        weight = units(flat(tf.cast(active, tf.float32))) if self.rollout.masked else None
+        if weight is not None:
+            data["weight"] = weight
         state0 = state0 if self.recurrent else self.core.initial_state(U)
         mb = U // c.minibatches
         steps = c.epochs * c.minibatches
@@ -349,7 +364,7 @@ class Agent(tf.Module):
         orders = None
         if c.minibatches > 1:
             orders = shuffle_orders(self.updates, c.seed, self.sync.rank, c.epochs, U)
-        adv_stats = advantage_stats(data["adv"], orders, c.minibatches, self.sync)
+        adv_stats = advantage_stats(data["adv"], orders, c.minibatches, self.sync, weight)
 
         def epoch_body(epoch, stats, first_ratio):
             # Each epoch shuffles the units once; its minibatches are consecutive slices.
@@ -362,14 +377,14 @@ class Agent(tf.Module):
 
             def minibatch_body(k, stats, first_ratio):
                 lo = k * mb
-                losses, ratio_dev = self._minibatch(
+                mb_losses, ratio_dev = self._minibatch(
                     take(shuffled_state0, lo, mb, 0),
                     {name: take(x, lo, mb, 1) for name, x in shuffled.items()},
                     old_log_std,
                     epoch_adv_stats[k],
                 )
                 first_ratio = tf.where(tf.equal(epoch + k, 0), ratio_dev, first_ratio)
-                return k + 1, {n: stats[n] + losses[n] for n in stats}, first_ratio
+                return k + 1, {n: stats[n] + mb_losses[n] for n in stats}, first_ratio
 
             _, stats, first_ratio = tf.while_loop(
                 lambda k, *_: k < c.minibatches,
@@ -393,12 +408,15 @@ class Agent(tf.Module):
             self.beta.assign(adapt_kl_penalty(self.beta, kl, c.kl_target))
         if self.normalize_obs or not self.image:  # (vectors: kept as checkpoints always had)
             self.obs_rms.update_merged(
-                tf.reshape(raw_obs[:T], [batch, *self.obs_shape]), self.sync, Key.OBS_MOMENTS
+                tf.reshape(raw_obs[:T], [batch, *self.obs_shape]),
+                self.sync,
+                Key.OBS_MOMENTS,
+                None if weight is None else tf.reshape(weight, [batch]),
             )
         self.updates.assign_add(1)
-        b_returns = flat(returns)
-        var_y = tf.math.reduce_variance(b_returns)
-        explained = 1.0 - tf.math.reduce_variance(b_returns - b_values) / (var_y + 1e-8)
+        b_returns, b_weight = flat(returns), None if weight is None else tf.reshape(weight, [-1])
+        var_y = losses.variance(b_returns, b_weight)
+        explained = 1.0 - losses.variance(b_returns - b_values, b_weight) / (var_y + 1e-8)
         return {
             "loss/policy": stats["policy_loss"],
             "loss/value": stats["value_loss"],
@@ -428,6 +446,7 @@ class Agent(tf.Module):
             flat(batch[name])
             for name in ("actions", "old_logp", "old_values", "old_params", "adv", "returns")
         )
+        weight = flat(batch["weight"]) if "weight" in batch else None
         adv = (adv - adv_stats[0]) / (adv_stats[1] + 1e-8)
         with tf.GradientTape() as tape:
             features, _ = self.core.sequence(self.normalize(obs), state0, starts)
@@ -435,27 +454,20 @@ class Agent(tf.Module):
             params = self.policy(features)
             logp = self.policy.log_prob(params, actions)
             ratio = tf.exp(logp - old_logp)
-            kl = tf.reduce_mean(self.policy.kl(old_params, log_std, params))
+            kl = losses.mean(self.policy.kl(old_params, log_std, params), weight)
             if c.trust_region == "clip":
-                clipped = tf.clip_by_value(ratio, 1.0 - c.clip_ratio, 1.0 + c.clip_ratio)
-                policy_loss = -tf.reduce_mean(tf.minimum(ratio * adv, clipped * adv))
+                policy_loss = losses.clipped_surrogate(ratio, adv, c.clip_ratio, weight)
             else:
                 cutoff = c.kl_cutoff_factor * c.kl_target
-                policy_loss = -tf.reduce_mean(ratio * adv) + self.beta * kl
+                policy_loss = -losses.mean(ratio * adv, weight) + self.beta * kl
                 policy_loss += c.kl_cutoff_coef * tf.square(tf.maximum(0.0, kl - cutoff))
             value = self.value(features)
-            value_loss = tf.square(value - returns)
-            if c.value_clip > 0:
-                clipped_value = old_values + tf.clip_by_value(
-                    value - old_values, -c.value_clip, c.value_clip
-                )
-                value_loss = tf.maximum(value_loss, tf.square(clipped_value - returns))
-            value_loss = 0.5 * tf.reduce_mean(value_loss)
-            entropy = tf.reduce_mean(self.policy.entropy(params))
+            value_loss = losses.value_loss(value, old_values, returns, c.value_clip, weight)
+            entropy = losses.mean(self.policy.entropy(params), weight)
             loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
         grads = self.sync.mean(tape.gradient(loss, self.optimizer.variables_), Key.GRADIENTS)
         norm = self.optimizer.apply(grads)
-        clip_frac = tf.reduce_mean(tf.cast(tf.abs(ratio - 1.0) > c.clip_ratio, tf.float32))
+        clip_frac = losses.mean(tf.cast(tf.abs(ratio - 1.0) > c.clip_ratio, tf.float32), weight)
         metrics = {
             "policy_loss": policy_loss,
             "value_loss": value_loss,

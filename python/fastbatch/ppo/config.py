@@ -16,7 +16,15 @@ class PPOConfig:
     """Every knob of a training run. Presets override a few; `--set key=value` overrides any."""
 
     env_id: str = "CartPole-v1"
-    """Env id: a native fastbatch id, or any gymnasium id (run in worker processes)."""
+    """Env id: a native fastbatch id, or any gymnasium id (run in worker processes); with
+    ``pettingzoo=True``, a PettingZoo env: a module with ``parallel_env`` ("mpe2.simple_spread_v3")
+    or "module:function"."""
+    pettingzoo: bool = False
+    """env_id is a PettingZoo ParallelEnv, trained with parameter sharing: every (env, agent)
+    pair is a batch row of one network (`fastbatch.make_agents`; independent PPO with shared
+    weights, as in the IPPO/MAPPO papers). num_envs counts ParallelEnvs, while total_steps, the
+    logged steps and the episode statistics count agent rows (as SB3 over SuperSuit does). Agents
+    that left their env before it ended sit out of the update until it resets."""
     env_kwargs: tuple[tuple[str, Any], ...] = ()
     """The env's own parameters, passed to fastbatch.make for training and evaluation (e.g.
     Ant-v5's include_cfrc_ext_in_observation); a dict is accepted and kept as sorted pairs, so
@@ -41,6 +49,11 @@ class PPOConfig:
     """Discount factor."""
     gae_lambda: float = 0.95
     """GAE(lambda) parameter."""
+    bootstrap_truncation: bool = True
+    """A truncated episode's return goes on with the value of its final observation (the time
+    limit is not part of the task). False ends it there, as a termination: for envs whose fixed
+    horizon is the task (MPE's max_cycles, as MAPPO and SB3 over SuperSuit treat it) and whose
+    observations do not show the time left."""
     learning_rate: float = 3e-4
     """Adam step size (policy and value)."""
     anneal_lr: bool = False
@@ -190,6 +203,8 @@ class PPOConfig:
 
     @property
     def batch_size(self) -> int:
+        """Env steps of one rollout (of a batch of agents: its ParallelEnvs' steps; the
+        agent's ``batch_size`` counts rows)."""
         return self.num_envs * self.rollout_steps
 
     def replace(self, **changes: Any) -> PPOConfig:

@@ -148,12 +148,21 @@ def run_episodes(env, policy, episodes: int) -> list[float]:
 
 
 def evaluate_saved(
-    path: str | Path, env_id: str, episodes: int, seed: int = 0, **make_kwargs
+    path: str | Path,
+    env_id: str,
+    episodes: int,
+    seed: int = 0,
+    *,
+    pettingzoo: bool = False,
+    **make_kwargs,
 ) -> list[float]:
-    """Plays `episodes` episodes of `env_id` with a SavedModel exported by `train`."""
+    """Plays `episodes` episodes of `env_id` with a SavedModel exported by `train`. With
+    ``pettingzoo=True``, `env_id` names a PettingZoo env (as a ``pettingzoo`` run's config) and
+    the episodes are agents' (`fastbatch.make_agents`: every agent plays the policy)."""
     policy = load_policy(path)
     make_kwargs = {"seed": seed, "autoreset_mode": "same_step", **make_kwargs}
-    env = fastbatch.make(env_id, min(episodes, 16), **{**make_kwargs, "stats_key": "episode"})
+    make = fastbatch.make_agents if pettingzoo else fastbatch.make
+    env = make(env_id, min(episodes, 16), **{**make_kwargs, "stats_key": "episode"})
     returns = run_episodes(env, policy, episodes)
     env.close()
     return returns

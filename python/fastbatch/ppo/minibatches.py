@@ -41,22 +41,39 @@ def take(x, lo, size: int, axis: int):
     return tf.slice(x, tf.stack(begin), [size if a == axis else -1 for a in range(x.shape.rank)])
 
 
-def advantage_stats(adv, orders, minibatches: int, sync):
+def advantage_stats(adv, orders, minibatches: int, sync, weight=None):
     """``[epochs, minibatches, 2]``: the mean and std of the advantages of each epoch's k-th
     minibatch, over every worker's (`sync`: distribute.py). `adv` is ``[S, U]``; `orders` is
     `shuffle_orders`' output, or None for one unshuffled minibatch (then ``epochs`` is 1 and
-    every epoch reads row 0)."""
-    size = adv.shape[1] // minibatches
+    every epoch reads row 0). `weight` (``[S, U]``, 0 or 1): only the samples weighing 1 count
+    (a batch of agents: the steps their agents acted)."""
+    groups = _groups(adv, orders, minibatches)
+    if weight is None:
+        mean = tf.reduce_mean(groups, axis=[1, 3])  # [epochs, minibatches]
+        var = tf.reduce_mean(tf.square(groups - mean[:, None, :, None]), axis=[1, 3])
+        return merge_moments(mean, var, sync)
+    w = _groups(weight, orders, minibatches)
+    count = tf.reduce_sum(w, axis=[1, 3])
+    mean = tf.reduce_sum(groups * w, axis=[1, 3]) / tf.maximum(count, 1.0)
+    m2 = tf.reduce_sum(tf.square(groups - mean[:, None, :, None]) * w, axis=[1, 3])
+    every = sync.gather(tf.stack([count, mean, m2]), Key.ADVANTAGES)  # [workers, 3, ...]
+    total = tf.maximum(tf.reduce_sum(every[:, 0], axis=0), 1.0)
+    union_mean = tf.reduce_sum(every[:, 0] * every[:, 1], axis=0) / total
+    spread = tf.reduce_sum(every[:, 0] * tf.square(every[:, 1] - union_mean), axis=0)
+    union_var = (tf.reduce_sum(every[:, 2], axis=0) + spread) / total
+    return tf.stack([union_mean, tf.sqrt(union_var)], axis=-1)
+
+
+def _groups(x, orders, minibatches: int):
+    """``[S, U]`` data as ``[epochs, S, minibatches, size]``: each epoch's minibatches."""
+    size = x.shape[1] // minibatches
     if orders is None:
-        shuffled = adv[None]
+        shuffled = x[None]
     else:
-        shuffled = tf.gather(adv, orders, axis=1)  # [S, epochs, U]
+        shuffled = tf.gather(x, orders, axis=1)  # [S, epochs, U]
         shuffled = tf.transpose(shuffled, [1, 0, 2])
     epochs = shuffled.shape[0]
-    groups = tf.reshape(shuffled[:, :, : size * minibatches], [epochs, -1, minibatches, size])
-    mean = tf.reduce_mean(groups, axis=[1, 3])  # [epochs, minibatches]
-    var = tf.reduce_mean(tf.square(groups - mean[:, None, :, None]), axis=[1, 3])
-    return merge_moments(mean, var, sync)
+    return tf.reshape(shuffled[:, :, : size * minibatches], [epochs, -1, minibatches, size])
 
 
 def merge_moments(mean, var, sync):

@@ -20,10 +20,11 @@ class RunningMeanStd(tf.Module):
         """Folds a batch (leading axis = samples) into the statistics."""
         return self.fold(moments(batch))
 
-    def update_merged(self, batch, sync, key):
+    def update_merged(self, batch, sync, key, weight=None):
         """Folds every worker's batch, in rank order (`sync`: distribute.py), so that every
-        worker holds the same statistics; one worker's is `update`."""
-        every = sync.gather(moments(batch), key)  # [workers, 2 * size + 1]
+        worker holds the same statistics; one worker's is `update`. `weight` (``[samples]``,
+        0 or 1): only the samples weighing 1 count (see `moments`)."""
+        every = sync.gather(moments(batch, weight), key)  # [workers, 2 * size + 1]
         return self.fold_each(every, sync.world_size)
 
     def fold_each(self, every, workers: int):
@@ -69,13 +70,22 @@ def prepare_observations(obs, obs_rms, normalize: bool, clip: float):
     return tf.cast(obs, tf.float32)
 
 
-def moments(batch):
+def moments(batch, weight=None):
     """A batch's mean and variance over its leading axis and its size, packed into one float64
-    vector ``[mean (flat), var (flat), count]`` (what workers exchange)."""
+    vector ``[mean (flat), var (flat), count]`` (what workers exchange). With `weight`
+    (``[samples]``, 0 or 1) only the samples weighing 1 count; none at all gives count 0, which
+    folds as nothing."""
     batch = tf.cast(batch, tf.float64)
-    b_mean = tf.reduce_mean(batch, axis=0)
-    b_var = tf.math.reduce_variance(batch, axis=0)
-    b_count = tf.cast(tf.shape(batch)[0], tf.float64)
+    if weight is None:
+        b_mean = tf.reduce_mean(batch, axis=0)
+        b_var = tf.math.reduce_variance(batch, axis=0)
+        b_count = tf.cast(tf.shape(batch)[0], tf.float64)
+    else:
+        w = tf.reshape(tf.cast(weight, tf.float64), [-1] + [1] * (batch.shape.rank - 1))
+        b_count = tf.reduce_sum(w)
+        safe = tf.maximum(b_count, 1.0)
+        b_mean = tf.reduce_sum(batch * w, axis=0) / safe
+        b_var = tf.reduce_sum(tf.square(batch - b_mean) * w, axis=0) / safe
     return tf.concat([tf.reshape(b_mean, [-1]), tf.reshape(b_var, [-1]), b_count[None]], axis=0)
 
 

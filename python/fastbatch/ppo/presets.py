@@ -216,6 +216,26 @@ PRESETS: dict[str, PPOConfig] = {
         checkpoint_every=100,
         tf_intra_op_threads=0,  # the CNN's convolutions use every core (1.3x over one here)
     ),
+    # simple_spread: mpe2's simple_spread_v3 (3 agents, 25 steps, discrete actions) with one
+    # network for every agent, through the process backend (`pip install "fastbatch[agents]"`);
+    # 32 envs (96 agent rows) x 200 steps in 64 minibatches of 300, 10 epochs, lr 7e-4 annealed,
+    # entropy 0.01, and the 25-step horizon ends the task (no bootstrap at truncation, as MAPPO
+    # and SB3 over SuperSuit do). Steps count agent rows, as SB3 over SuperSuit does.
+    "simple_spread": PPOConfig(
+        env_id="mpe2.simple_spread_v3",
+        pettingzoo=True,
+        num_envs=32,
+        rollout_steps=200,
+        total_steps=1_000_000,
+        learning_rate=7e-4,
+        anneal_lr=True,
+        epochs=10,
+        minibatches=64,
+        entropy_coef=0.01,
+        bootstrap_truncation=False,
+        return_window=100,
+        checkpoint_every=100,
+    ),
     # gridchase: the README's plugin example (examples/native_env_plugin, built by its CMake;
     # `fastbatch train gridchase --plugin build/libgrid_chase.so`): a uint8 (3, 8, 8) image.
     "gridchase": _SMALL_PIXELS.replace(

@@ -7,7 +7,9 @@ quarter of float32's bytes) and read by TensorFlow through DLPack aliases (no co
 is the env's observation shape, of any rank: a vector, or an image such as (3, 84, 84) or
 (84, 84, 4)), ``reward``, ``terminated``, ``truncated`` ``[T, N]`` and ``final_obs [T, N, *shape]``
 (the env runs in SAME_STEP autoreset mode: the final observation of an episode that ended at
-step t). ``Rollout.step`` hands the new observations back in that same dtype on every path: the
+step t) and ``active [T, N]`` (True everywhere, except in a batch of agents, `make_agents`: the
+row's agent acted in step t; rows of agents that left their env before it ended are False until
+it resets, and the update leaves them out). ``Rollout.step`` hands the new observations back in that same dtype on every path: the
 agent casts or scales them.
 
 A step reaches the env in one of three ways, fastest first:
@@ -62,9 +64,13 @@ class Rollout:
             "terminated": fastbatch.aligned_empty((steps, n), np.bool_),
             "truncated": fastbatch.aligned_empty((steps, n), np.bool_),
             "final_obs": fastbatch.aligned_empty((steps, n, *shape), obs_dtype),
+            "active": fastbatch.aligned_empty((steps, n), np.bool_),
         }
         for array in self.arrays.values():
             array.fill(0)
+        self.arrays["active"].fill(True)
+        # A batch of agents (fastbatch.agents) has rows that can sit out steps (info["active"]).
+        self.masked = hasattr(env, "agent_spec")
         self.tensors = {k: as_tensor(v) for k, v in self.arrays.items()}  # aliases, no copies
         self.episode_returns: list[float] = []
         self.episode_lengths: list[int] = []
@@ -109,7 +115,8 @@ class Rollout:
     def step(self, t, env_action):
         """Graph side of one batch step at slot `t`: returns the new observations ``[N, *shape]``
         in the storage dtype (the values of ``obs[t + 1]``) and ``done [N]`` (terminated or
-        truncated: the new observation of such an env starts its next episode)."""
+        truncated, or in a batch of agents a row that sat out the step: the new observation of
+        such a row may start its next episode, so a recurrent core's state restarts there)."""
         dtype = tf.as_dtype(self.obs_dtype)
         if self._binding is not None:
             b = self._binding
@@ -149,6 +156,8 @@ class Rollout:
             obs, reward, terminated, truncated, info = self.env.step(actions)
             s["obs"][t + 1] = obs
         s["reward"][t], s["terminated"][t], s["truncated"][t] = reward, terminated, truncated
+        if self.masked:
+            s["active"][t] = info["active"]
         if "final_obs" in info:
             for i in np.flatnonzero(info["_final_obs"]):
                 s["final_obs"][t, i] = info["final_obs"][i]
@@ -157,4 +166,7 @@ class Rollout:
             done = info["_" + key]
             self.episode_returns.extend(info[key]["r"][done].tolist())
             self.episode_lengths.extend(info[key]["l"][done].tolist())
-        return s["obs"][t + 1], terminated | truncated
+        done = terminated | truncated
+        if self.masked:  # a row that sat out may begin its agent's next episode at obs[t + 1]
+            done = done | ~s["active"][t]
+        return s["obs"][t + 1], done

@@ -46,6 +46,15 @@ def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = 
         "seed": config.seed if seed is None else seed,
         "stats_key": "episode",
     }
+    count = config.num_envs if num_envs is None else num_envs
+    if config.pettingzoo:
+        if config.backend not in (None, "process"):
+            raise ValueError(
+                f"a PettingZoo env steps through the process backend, not {config.backend!r}"
+            )
+        if config.num_workers is not None:
+            kwargs["num_workers"] = config.num_workers
+        return fastbatch.make_agents(config.env_id, count, **kwargs)
     if config.backend is not None:
         kwargs["backend"] = config.backend
     native = fastbatch.backend_for(config.env_id, config.backend) == "native"
@@ -54,9 +63,7 @@ def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = 
     workers = config.num_workers if config.num_workers is not None else (1 if native else None)
     if workers is not None:
         kwargs["num_workers"] = workers
-    return fastbatch.make(
-        config.env_id, config.num_envs if num_envs is None else num_envs, **kwargs
-    )
+    return fastbatch.make(config.env_id, count, **kwargs)
 
 
 def check_compatible(config: PPOConfig, env) -> None:
@@ -189,7 +196,7 @@ def _run(config, logdir, sync, resume, total_steps, progress, max_updates, start
     if not chief:
         logdir = Path(tempfile.mkdtemp(prefix=f"fastbatch-worker{sync.rank}-"))
     summaries = _SummaryWriter(logdir)
-    steps_per_update = config.batch_size * sync.world_size
+    steps_per_update = agent.batch_size * sync.world_size  # batch rows: a batch of agents' too
     done_updates = int(agent.updates.numpy())
     # The updates left to reach total_steps at this run's batch (a resume may change the
     # number of workers, so the updates done may have had another size).
@@ -205,9 +212,13 @@ def _run(config, logdir, sync, resume, total_steps, progress, max_updates, start
     curve = csv.writer(curve_out)
     if curve_out.tell() == 0:
         curve.writerow(PROGRESS_COLUMNS)
+    started = False  # the envs restart at each checkpoint boundary, and where this call begins
     try:
         while done_updates < total_updates and (max_updates is None or done_updates < max_updates):
-            if done_updates % config.checkpoint_every == 0:
+            # A resume from the final checkpoint of a run whose length was not a multiple of
+            # checkpoint_every begins off a boundary: its envs restart there.
+            if done_updates % config.checkpoint_every == 0 or not started:
+                started = True
                 block = done_updates // config.checkpoint_every
                 agent.start(config.seed + 1_000_003 * block + WORKER_SEED_STRIDE * sync.rank)
             t0 = time.perf_counter()

@@ -1,0 +1,129 @@
+"""Parameter-shared BatchPPO on a batch of agents (`PPOConfig(pettingzoo=True)`): the rows of
+agents that sat out a step leave the update untouched, steps count agent rows, and a run trains,
+exports and evaluates through the API and the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from fastbatch.cli import main as cli_main
+from fastbatch.ppo import PPOConfig, evaluate_saved, resolve, train
+from fastbatch.ppo.agent import Agent
+from fastbatch.ppo.train import make_env
+
+pytestmark = pytest.mark.no_tsan  # worker processes
+
+# DyingAgents (tests/agents/envs.py): its agents leave at different steps, so rows sit out.
+DYING = PPOConfig(
+    env_id="tests.agents.envs:DyingAgents",
+    pettingzoo=True,
+    num_envs=4,
+    rollout_steps=16,
+    epochs=2,
+    minibatches=2,
+    num_workers=1,
+    eval_episodes=3,
+)
+
+
+def _collected(config: PPOConfig):
+    """A fresh agent (its weights from the config's seed) with one collected rollout."""
+    env = make_env(config)
+    agent = Agent(config, env)
+    agent.start(config.seed)
+    return env, agent, agent.collect()
+
+
+@pytest.mark.parametrize("policy", ["mlp", "gru"])
+def test_rows_that_sat_out_do_not_change_the_update(policy):
+    """Junk in the observations and actions of rows whose agent sat out the step gives the same
+    update, bit for bit (metrics and weights): the losses, advantage and observation statistics
+    weigh those rows 0, and a recurrent core restarts after them."""
+    config = DYING.replace(policy=policy)
+    env_a, agent_a, actions = _collected(config)
+    env_b, agent_b, _ = _collected(config)
+    try:
+        active = agent_a.rollout.arrays["active"]
+        assert not active.all() and active.any(), "the rollout should have rows that sat out"
+        for name, array in agent_a.rollout.arrays.items():
+            agent_b.rollout.arrays[name][...] = array
+        rng = np.random.default_rng(0)
+        idle = ~active
+        obs_b = agent_b.rollout.arrays["obs"]
+        obs_b[:-1][idle] = rng.uniform(-5, 5, obs_b[:-1][idle].shape)
+        junk_actions = actions.numpy().copy()
+        junk_actions[idle] = rng.integers(0, 3, idle.sum())
+        metrics_a = {k: float(v) for k, v in agent_a.update(actions).items()}
+        metrics_b = {k: float(v) for k, v in agent_b.update(tf.constant(junk_actions)).items()}
+        assert metrics_a == metrics_b
+        for va, vb in zip(agent_a.variables, agent_b.variables, strict=True):
+            np.testing.assert_array_equal(va.numpy(), vb.numpy(), err_msg=va.name)
+        # ... while junk in a row that acted does change it.
+        agent_c_env, agent_c, _ = _collected(config)
+        try:
+            for name, array in agent_a.rollout.arrays.items():
+                agent_c.rollout.arrays[name][...] = array
+            agent_c.rollout.arrays["obs"][0][active[0]] += 1.0
+            metrics_c = {k: float(v) for k, v in agent_c.update(actions).items()}
+            assert metrics_c != metrics_a
+        finally:
+            agent_c_env.close()
+    finally:
+        env_a.close()
+        env_b.close()
+
+
+def test_steps_count_agent_rows_and_the_run_trains_exports_and_evaluates(tmp_path):
+    config = DYING.replace(total_steps=4 * 3 * 16 * 3, checkpoint_every=2)
+    result = train(config, tmp_path, progress=False)
+    assert result["global_batch_size"] == 4 * 3 * 16  # envs x agents x steps
+    assert result["env_steps"] == 3 * 4 * 3 * 16
+    assert np.isfinite(result["train_return"]) and np.isfinite(result["eval_return"])
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["pettingzoo"] is True
+    returns = evaluate_saved(tmp_path / "policy", config.env_id, 4, pettingzoo=True)
+    assert len(returns) == 4 and all(np.isfinite(returns))
+    assert (
+        train(config, tmp_path, resume=True, total_steps=4 * 4 * 3 * 16, progress=False)[
+            "env_steps"
+        ]
+        == 4 * 4 * 3 * 16
+    )
+
+
+def test_fastbatch_eval_plays_a_pettingzoo_policy_as_its_run_did(tmp_path, capsys):
+    """`fastbatch eval` reads pettingzoo=True from the run's config.json."""
+    train(DYING.replace(total_steps=4 * 3 * 16, eval_episodes=0), tmp_path, progress=False)
+    code = cli_main(["eval", str(tmp_path / "policy"), "--env", DYING.env_id, "--episodes", "5"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["episodes"] == 5 and np.isfinite(out["mean_return"])
+    with pytest.raises(SystemExit, match="PettingZoo"):
+        cli_main(["eval", str(tmp_path / "policy"), "--env", DYING.env_id, "--video", "x.gif"])
+
+
+def test_the_simple_spread_preset_makes_its_agents_rows():
+    config = resolve("simple_spread", ["num_envs=2", "minibatches=4"])
+    env = make_env(config)
+    try:
+        assert (env.num_parallel_envs, env.num_agents, env.num_envs) == (2, 3, 6)
+        assert env.stats_key == "episode"
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize(
+    "changes, match",
+    [
+        ({"backend": "native"}, "process backend"),
+        ({"env_id": "no_such_module_xyz"}, "cannot import"),
+        ({"env_id": "tests.agents.envs:nothing_here"}, "no callable"),
+    ],
+)
+def test_bad_pettingzoo_configs_say_what_is_wrong(changes, match):
+    with pytest.raises(ValueError, match=match):
+        make_env(DYING.replace(**changes))
