@@ -16,6 +16,21 @@ pytestmark = pytest.mark.no_tsan  # worker processes
 NUM_ENVS, SEED, AGENTS = 3, 11, 3
 
 
+def step_by_hand(env, ret: list, length: list) -> list[tuple[int, float, int]]:
+    """One step of `env` with action 1 for every agent, folded into each agent's running
+    `ret`/`length`; returns (agent index, return, length) of the agents whose episode ended."""
+    _, rewards, terminated, truncated, _ = env.step(dict.fromkeys(env.agents, 1))
+    ended = []
+    for agent, reward in rewards.items():
+        k = env.possible_agents.index(agent)
+        ret[k] += float(np.float32(reward))
+        length[k] += 1
+        if terminated[agent] or truncated[agent]:
+            ended.append((k, ret[k], length[k]))
+            ret[k], length[k] = 0.0, 0
+    return ended
+
+
 def reference_episodes(episodes: int) -> list[list[tuple[float, int]]]:
     """Per row (env-major), (return, length) of each agent's first episodes, from the
     ParallelEnvs stepped by hand with action 1 for every agent, reset when no agent is left."""
@@ -25,14 +40,8 @@ def reference_episodes(episodes: int) -> list[list[tuple[float, int]]]:
         env.reset(seed=SEED + i)
         ret, length = [0.0] * AGENTS, [0] * AGENTS
         while min(len(rows[i * AGENTS + k]) for k in range(AGENTS)) < episodes:
-            _, rewards, terminated, truncated, _ = env.step(dict.fromkeys(env.agents, 1))
-            for agent, reward in rewards.items():
-                k = env.possible_agents.index(agent)
-                ret[k] += float(np.float32(reward))
-                length[k] += 1
-                if terminated[agent] or truncated[agent]:
-                    rows[i * AGENTS + k].append((ret[k], length[k]))
-                    ret[k], length[k] = 0.0, 0
+            for k, r, n in step_by_hand(env, ret, length):
+                rows[i * AGENTS + k].append((r, n))
             if not env.agents:
                 env.reset()
     return rows
@@ -76,13 +85,8 @@ def test_a_masked_reset_starts_its_envs_episodes_over():
     env.reset()  # as the masked reset: no new seed, the env's generator goes on
     expected, returns, lengths = {}, [0.0] * AGENTS, [0] * AGENTS
     while env.agents:
-        _, rewards, terminated, truncated, _ = env.step(dict.fromkeys(env.agents, 1))
-        for agent, reward in rewards.items():
-            k = env.possible_agents.index(agent)
-            returns[k] += float(np.float32(reward))
-            lengths[k] += 1
-            if terminated[agent] or truncated[agent]:
-                expected[k] = (returns[k], lengths[k])
+        for k, r, n in step_by_hand(env, returns, lengths):
+            expected[k] = (r, n)
     got = {}
     with fastbatch.make_agents(
         dying(num_agents=AGENTS),
