@@ -42,6 +42,8 @@ class AgentEpisodes:
         truncated, each ``[rows]``) and returns the info entries of the rows whose episode ended
         (none when the env keeps no statistics or none ended). ``reset_rows`` (``[rows]`` bool):
         rows whose step was their env's reset (NEXT_STEP), which start over and count nothing."""
+        if self.stats_key is None:  # nothing kept: no work per step
+            return {}
         if reset_rows is not None and reset_rows.any():
             self._return[reset_rows] = 0.0
             self._length[reset_rows] = 0
@@ -49,7 +51,7 @@ class AgentEpisodes:
             active = active & ~reset_rows
         self._return += np.where(active, reward, 0.0)
         self._length += active
-        if self.stats_key is None or not done.any():
+        if not done.any():
             return {}
         ended = done.copy()
         now = time.perf_counter()
