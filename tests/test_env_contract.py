@@ -305,7 +305,9 @@ def test_plugins_and_sources_of_version_1_keep_working(build):
     v1 = build(PLUGINS / "readme_v1_env.cc", "v1", include=str(PLUGINS / "abi_v1"))
     v4 = build(PLUGINS / "readme_v1_env.cc", "v1_source_v4_headers")
     assert fastbatch._core._load_plugin(str(v1))[0].abi_version == 1
-    assert fastbatch._core._load_plugin(str(v4))[0].abi_version == 5  # the current headers
+    assert (
+        fastbatch._core._load_plugin(str(v4))[0].abi_version == fastbatch._core.ABI_VERSION == 6
+    )  # the current headers
     velocities = []
     for name, library in (("ReacherV1-v0", v1), ("ReacherV4-v0", v4)):
         fastbatch.register_native_env(name, library, replace=True)

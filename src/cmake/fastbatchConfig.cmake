@@ -13,7 +13,7 @@
 # across compilers and against Python references.
 get_filename_component(_fastbatch_root "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 set(fastbatch_INCLUDE_DIR "${_fastbatch_root}/include")
-set(fastbatch_ABI_VERSION 4)
+set(fastbatch_ABI_VERSION 6)
 
 if(NOT TARGET fastbatch::headers)
   add_library(fastbatch::headers INTERFACE IMPORTED)

@@ -151,6 +151,8 @@ void RegisterVectorPool(py::module_& m) {
            py::arg("reward"), py::arg("terminated"), py::arg("truncated"))
       .def("episode_stats", &PyVectorPool::EpisodeStats)
       .def("final_obs", &PyVectorPool::FinalObs)
+      .def("agent_active", &PyVectorPool::AgentActive)
+      .def_property_readonly("num_agents", &PyVectorPool::num_agents)
       .def("infos", &PyVectorPool::Infos, py::arg("which") = "step")
       .def("get_state", &PyVectorPool::GetState, py::arg("env"))
       .def("set_state", &PyVectorPool::SetState, py::arg("env"), py::arg("state"))

@@ -77,12 +77,12 @@ PyVectorPool::PyVectorPool(const EnvType& type, int64_t num_envs, int num_thread
       pool_(MakePool(type, num_envs, num_threads, autoreset_mode, max_episode_steps,
                      std::move(params), batch_size, max_async_threads, frame_stack)),
       actions_(ActionChecker::ForSpace(pool_->spec().action)),
-      step_slots_(num_envs, pool_->spec()),
+      step_slots_(num_envs * pool_->num_agents(), pool_->spec()),
       recv_slots_(batch_size > 0 ? batch_size : num_envs, pool_->spec(), true),
       obs_dtype_(NumpyDType(pool_->spec().observation.dtype)),
       reward_dtype_(py::dtype::of<float>()),
       flag_dtype_(py::dtype::of<bool>()) {
-  batch_shape_ = {static_cast<py::ssize_t>(num_envs)};
+  batch_shape_ = {static_cast<py::ssize_t>(num_envs * pool_->num_agents())};
   obs_shape_ = batch_shape_;
   for (py::ssize_t d : SpaceShape(pool_->spec().observation)) obs_shape_.push_back(d);
 }
@@ -165,7 +165,7 @@ py::array PyVectorPool::Reset(std::optional<py::array> mask) {
 py::tuple PyVectorPool::Step(py::handle actions_in) {
   CallGuard guard(&busy_, &closing_);
   CheckOpen();
-  const py::array actions = actions_.Check(actions_in, pool_->num_envs());
+  const py::array actions = actions_.Check(actions_in, Rows());
   Slot& slot = step_slots_.Acquire();
   const BatchOut out = slot.Out();
   const void* act = actions.data();
@@ -182,7 +182,7 @@ int64_t PyVectorPool::StepInto(py::handle actions_in, py::array obs, py::array r
                                py::array terminated, py::array truncated) {
   CallGuard guard(&busy_, &closing_);
   CheckOpen();
-  const py::array actions = actions_.Check(actions_in, pool_->num_envs());
+  const py::array actions = actions_.Check(actions_in, Rows());
   CheckOutArray("obs", obs, obs_dtype_, obs_shape_);
   CheckOutArray("reward", reward, reward_dtype_, batch_shape_);
   CheckOutArray("terminated", terminated, flag_dtype_, batch_shape_);
@@ -272,10 +272,18 @@ py::array PyVectorPool::FinalObs() {
     throw py::value_error("final observations are kept only in SAME_STEP autoreset mode");
   }
   std::vector<py::ssize_t> shape = obs_shape_;
-  shape[0] = static_cast<py::ssize_t>(pool_->stats_rows());
+  shape[0] = static_cast<py::ssize_t>(pool_->stats_rows() * pool_->num_agents());
   py::array out(obs_dtype_, shape);
   std::memcpy(out.mutable_data(), pool_->final_obs(),
               static_cast<size_t>(pool_->stats_rows() * pool_->obs_row_bytes()));
+  return out;
+}
+
+py::array_t<bool> PyVectorPool::AgentActive() {
+  CheckOpen();
+  const int64_t rows = Rows();
+  py::array_t<bool> out(static_cast<py::ssize_t>(rows));
+  std::memcpy(out.mutable_data(), pool_->agent_active(), static_cast<size_t>(rows));
   return out;
 }
 
@@ -383,6 +391,10 @@ void PyVectorPool::Abandon() {
 uintptr_t PyVectorPool::RolloutContextFor(py::array obs, py::array reward, py::array terminated,
                                           py::array truncated, py::array final_obs) {
   CheckOpen();
+  if (pool_->num_agents() > 1) {
+    throw py::value_error(std::string(pool_->spec().id) +
+                          " is a multi-agent env: the rollout op steps single-agent envs only");
+  }
   const int64_t n = pool_->num_envs();
   const int64_t t = reward.ndim() == 2 ? reward.shape(0) : -1;
   auto check = [&](const py::array& a, const char* name, py::ssize_t rows, int64_t row_bytes) {

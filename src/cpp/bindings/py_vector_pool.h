@@ -102,6 +102,9 @@ class PyVectorPool {
   py::tuple EpisodeStats();
   // SAME_STEP only: the final observations of the last step or recv, as a fresh array.
   py::array FinalObs();
+  // Multi-agent envs (ABI version 6): per row, whether its agent took part in the last step or
+  // is in the episode the last reset began (a fresh [rows] array; all True for one agent).
+  py::array_t<bool> AgentActive();
   // Infos (ABI version 3), as fresh [rows, info row] float64 arrays, or None when the env
   // declares none: of the last step or recv ("step"), of the envs the last reset reset, by env
   // ("reset"), or SAME_STEP's final infos of the last step or recv ("final").
@@ -126,6 +129,10 @@ class PyVectorPool {
   // Episodes ended through the rollout context since the last call: (returns, lengths).
   py::tuple RolloutEpisodes();
 
+  // Agents per env (ABI version 6; 1: a single-agent env), and the rows of every batch array
+  // but reset masks and seeds: num_envs * num_agents.
+  int64_t num_agents() const { return pool_ ? pool_->num_agents() : 1; }
+  int64_t Rows() const { return pool_ ? pool_->num_envs() * pool_->num_agents() : 0; }
   // Threads stepping the batch (the caller counts as one); 0 after close.
   int num_threads() const { return pool_ ? pool_->num_threads() : 0; }
   // How many of them the thread tuner has stepping envs now; 0 after close.

@@ -81,6 +81,7 @@ py::dict SpecDict(const fb_spec& spec, uint32_t abi_version) {
     infos[spec.info_names[k]] = spec.info_sizes[k];
   }
   d["infos"] = infos;
+  d["num_agents"] = abi_version >= 6 && spec.num_agents > 1 ? spec.num_agents : 1;
   return d;
 }
 

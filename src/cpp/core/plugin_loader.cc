@@ -117,6 +117,18 @@ void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& 
       throw PluginError(origin + ": info '" + name + "' has a size below 1");
     }
   }
+  if (abi_version < 6) return;
+  if (spec->num_agents < 0 || spec->num_agents > (1 << 16)) {
+    throw PluginError(origin + ": num_agents must be 0 to 65536, got " +
+                      std::to_string(spec->num_agents));
+  }
+  if (spec->num_agents > 1 && spec->num_infos > 0) {
+    throw PluginError(origin + ": a multi-agent env cannot declare infos yet");
+  }
+}
+
+int64_t NumAgents(const fb_spec* spec, uint32_t abi_version) {
+  return abi_version >= 6 && spec->num_agents > 1 ? spec->num_agents : 1;
 }
 
 void ValidateApi(const fb_env_api* api, const std::string& origin) {

@@ -48,6 +48,9 @@ SetStateFn SetStateOf(const fb_env_api* api);
 // Doubles in one env's info row of `spec` (ABI version 3; 0 for older tables or no infos).
 int64_t InfoRowSize(const fb_spec* spec, uint32_t abi_version);
 
+// Agents per env of `spec` (ABI version 6; 1 for older tables and single-agent envs).
+int64_t NumAgents(const fb_spec* spec, uint32_t abi_version);
+
 }  // namespace fastbatch
 
 #endif  // FASTBATCH_CORE_PLUGIN_LOADER_H_

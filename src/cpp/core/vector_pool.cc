@@ -42,10 +42,17 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   // A negative limit means the env's own (its spec's, which may depend on the params).
   max_episode_steps_ =
       config.max_episode_steps < 0 ? spec_->max_episode_steps : config.max_episode_steps;
-  obs_row_bytes_ = DTypeSize(spec_->observation.dtype);
-  for (int32_t d = 0; d < spec_->observation.ndim; ++d)
-    obs_row_bytes_ *= spec_->observation.shape[d];
-  frame_bytes_ = obs_row_bytes_;
+  frame_bytes_ = DTypeSize(spec_->observation.dtype);
+  for (int32_t d = 0; d < spec_->observation.ndim; ++d) frame_bytes_ *= spec_->observation.shape[d];
+  num_agents_ = NumAgents(spec_, api_->abi_version);
+  obs_row_bytes_ = num_agents_ * frame_bytes_;  // an env's rows: one observation per agent
+  if (num_agents_ > 1 && (config.frame_stack != 1 || is_async())) {
+    api_->destroy(block_);
+    throw std::invalid_argument(std::string(spec_->id) + " holds " + std::to_string(num_agents_) +
+                                " agents per env, and multi-agent envs step in sync mode "
+                                "without frame_stack for now (batch_size=num_envs, "
+                                "frame_stack=1)");
+  }
   if (config.frame_stack != 1) {
     try {
       StackFrames(config.frame_stack);
@@ -62,6 +69,8 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   ep_return_.assign(n, 0.0);
   ep_start_.assign(n, Now());
   done_.assign(n, 0);
+  agent_alive_.assign(n * static_cast<size_t>(num_agents_), 1);
+  agent_active_.assign(n * static_cast<size_t>(num_agents_), 1);
   ep_return_out_.assign(n, 0.0);
   ep_length_out_.assign(n, 0);
   ep_time_out_.assign(n, 0.0);
@@ -184,6 +193,9 @@ void VectorPool::StartEpisode(int64_t i, double now) {
   elapsed_[k] = 0;
   ep_return_[k] = 0.0;
   ep_start_[k] = now;
+  if (num_agents_ > 1) {  // every agent is back
+    std::fill_n(agent_alive_.begin() + i * num_agents_, num_agents_, uint8_t{1});
+  }
 }
 
 void VectorPool::ThrowFirstError() {
@@ -260,6 +272,7 @@ void VectorPool::ResetEnvs(int64_t begin, int64_t end, fb_error* error, uint8_t*
     if (call_mask_ == nullptr || call_mask_[i] != 0) {
       StartEpisode(i, now);
       if (frame_stack_ > 1) StartStack(i, obs);
+      std::fill_n(agent_active_.begin() + i * num_agents_, num_agents_, uint8_t{1});
     } else if (prev != nullptr && prev != obs &&
                !(is_async() && in_flight_[static_cast<size_t>(i)])) {  // a worker owns that row
       std::memcpy(obs + i * obs_row_bytes_, prev + i * obs_row_bytes_,
@@ -333,53 +346,11 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
     end = failed_env > begin && failed_env < end ? failed_env : begin;
   }
   if (stepped_end != nullptr) *stepped_end = end;
-  const float* reward = out.reward;
-  const uint8_t* terminated = out.terminated;
-  uint8_t* truncated = out.truncated;
+  double now = 0.0;
+  const int64_t ended =
+      num_agents_ > 1 ? AgentBooks(begin, end, out, &now) : EnvBooks(begin, end, out, &now);
   auto* obs = static_cast<uint8_t*>(out.obs);
   const bool stacking = frame_stack_ > 1;
-  int64_t ended = 0;
-  double now = 0.0;
-  for (int64_t i = begin; i < end; ++i) {
-    const auto k = static_cast<size_t>(i);
-    if (done_[k]) {  // the statistics rows of the episode that ended in the env's last step
-      ep_return_out_[k] = 0.0;
-      ep_length_out_[k] = 0;
-      ep_time_out_[k] = 0.0;
-    }
-    if (batch.reset_mask != nullptr && needs_reset_[k]) {  // NEXT_STEP autoreset happened
-      if (now == 0.0) now = Now();
-      StartEpisode(i, now);
-      if (stacking) StartStack(i, obs);
-      truncated[i] = 0;
-      done_[k] = 0;
-      continue;
-    }
-    if (stacking) PushFrame(i, obs);  // before SAME_STEP keeps it as the final observation
-    ++elapsed_[k];
-    ep_return_[k] += static_cast<double>(reward[i]);
-    const bool trunc = (env_truncates_ && truncated[i] != 0) ||
-                       (max_episode_steps_ > 0 && elapsed_[k] >= max_episode_steps_);
-    truncated[i] = trunc ? 1 : 0;
-    const bool done = terminated[i] != 0 || trunc;
-    done_[k] = done ? 1 : 0;
-    if (!done) continue;
-    ++ended;
-    if (now == 0.0) now = Now();
-    ep_return_out_[k] = ep_return_[k];
-    ep_length_out_[k] = elapsed_[k];
-    ep_time_out_[k] = now - ep_start_[k];
-    if (mode_ == AutoresetMode::kSameStep) {
-      std::memcpy(final_obs_.data() + i * obs_row_bytes_, obs + i * obs_row_bytes_,
-                  static_cast<size_t>(obs_row_bytes_));
-      if (info_row_ > 0) {
-        std::memcpy(final_info_.data() + i * info_row_, info_.data() + i * info_row_,
-                    static_cast<size_t>(info_row_) * sizeof(double));
-      }
-    } else {
-      needs_reset_[k] = 1;
-    }
-  }
   if (mode_ == AutoresetMode::kSameStep && ended > 0) {
     batch.reset_mask = done_.data();
     fb_error reset_error{};
@@ -394,6 +365,70 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
     }
   }
   return step_failed ? -1 : ended;
+}
+
+int64_t VectorPool::EnvBooks(int64_t begin, int64_t end, const BatchOut& out, double* now_out) {
+  const float* reward = out.reward;
+  const uint8_t* terminated = out.terminated;
+  uint8_t* truncated = out.truncated;
+  auto* obs = static_cast<uint8_t*>(out.obs);
+  const bool stacking = frame_stack_ > 1;
+  const bool next_step = mode_ == AutoresetMode::kNextStep;
+  int64_t ended = 0;
+  double now = *now_out;
+  for (int64_t i = begin; i < end; ++i) {
+    const auto k = static_cast<size_t>(i);
+    if (AutoresetBooks(i, next_step, obs, &now)) {
+      truncated[i] = 0;
+      continue;
+    }
+    if (stacking) PushFrame(i, obs);  // before SAME_STEP keeps it as the final observation
+    ++elapsed_[k];
+    ep_return_[k] += static_cast<double>(reward[i]);
+    const bool trunc = (env_truncates_ && truncated[i] != 0) ||
+                       (max_episode_steps_ > 0 && elapsed_[k] >= max_episode_steps_);
+    truncated[i] = trunc ? 1 : 0;
+    const bool done = terminated[i] != 0 || trunc;
+    done_[k] = done ? 1 : 0;
+    if (!done) continue;
+    ++ended;
+    EndEpisode(i, obs, &now);
+  }
+  *now_out = now;
+  return ended;
+}
+
+bool VectorPool::AutoresetBooks(int64_t i, bool next_step, uint8_t* obs, double* now) {
+  const auto k = static_cast<size_t>(i);
+  if (done_[k]) {  // the statistics rows of the episode that ended in the env's last step
+    ep_return_out_[k] = 0.0;
+    ep_length_out_[k] = 0;
+    ep_time_out_[k] = 0.0;
+  }
+  if (!(next_step && needs_reset_[k])) return false;
+  if (*now == 0.0) *now = Now();  // NEXT_STEP autoreset happened
+  StartEpisode(i, *now);
+  if (frame_stack_ > 1) StartStack(i, obs);
+  done_[k] = 0;
+  return true;
+}
+
+void VectorPool::EndEpisode(int64_t i, const uint8_t* obs, double* now) {
+  const auto k = static_cast<size_t>(i);
+  if (*now == 0.0) *now = Now();
+  ep_return_out_[k] = ep_return_[k];
+  ep_length_out_[k] = elapsed_[k];
+  ep_time_out_[k] = *now - ep_start_[k];
+  if (mode_ == AutoresetMode::kSameStep) {
+    std::memcpy(final_obs_.data() + i * obs_row_bytes_, obs + i * obs_row_bytes_,
+                static_cast<size_t>(obs_row_bytes_));
+    if (info_row_ > 0) {
+      std::memcpy(final_info_.data() + i * info_row_, info_.data() + i * info_row_,
+                  static_cast<size_t>(info_row_) * sizeof(double));
+    }
+  } else {
+    needs_reset_[k] = 1;
+  }
 }
 
 int64_t VectorPool::GetState(int64_t env, double* out, int64_t capacity) const {

@@ -40,6 +40,15 @@
 // observation (reset, NEXT_STEP's autoreset step, SAME_STEP's new episode) fills all k frames.
 // The ring, not the output row, is the history, so a caller may pass different output arrays to
 // every call. k = 1 is no stacking: the envs write the output rows themselves.
+//
+// Multi-agent envs (ABI version 6, spec num_agents = A > 1): env i owns rows [i * A, (i + 1) * A)
+// of the obs, reward, terminated, truncated and action arrays (its obs row is A observations).
+// The pool keeps, per row, whether the agent is still in its env's episode: an agent whose row
+// terminates or truncates is gone from the next step on, and its rows then read zeros (obs,
+// reward, flags) whatever the env wrote, with agent_active() false. The time limit truncates
+// every agent still in. The env's episode ends (statistics, autoreset as for one agent; its
+// return sums every agent's rewards) in the step that leaves no agent in. Sync mode only, and
+// without frame stacking (the constructor refuses both).
 #ifndef FASTBATCH_CORE_VECTOR_POOL_H_
 #define FASTBATCH_CORE_VECTOR_POOL_H_
 
@@ -131,6 +140,11 @@ class VectorPool {
   int64_t obs_row_bytes() const { return obs_row_bytes_; }
   int64_t frame_stack() const { return frame_stack_; }
   int64_t frame_bytes() const { return frame_bytes_; }  // one observation of the env itself
+  // Agents per env (ABI version 6; 1: a single-agent env). See "Multi-agent envs" above.
+  int64_t num_agents() const { return num_agents_; }
+  // Multi-agent envs: per row (env * num_agents + agent), whether the agent took part in the
+  // last Step (or is in the episode the last Reset began for its env).
+  const uint8_t* agent_active() const { return agent_active_.data(); }
   // The envs' spec, its observation stacked when frame_stack() > 1.
   const fb_spec& spec() const { return *spec_; }
   AutoresetMode autoreset_mode() const { return mode_; }
@@ -222,6 +236,17 @@ class VectorPool {
                    fb_error* error, int64_t* stepped_end = nullptr);
   void ResetEnvs(int64_t begin, int64_t end, fb_error* error, uint8_t* failed);
   void StartEpisode(int64_t i, double now);
+  // The bookkeeping after the envs stepped: for single-agent envs (EnvBooks) and multi-agent ones
+  // (AgentBooks, vector_pool_agents.cc). Both return the episodes ended; `now` is the clock
+  // read once for the call (0 until needed).
+  int64_t EnvBooks(int64_t begin, int64_t end, const BatchOut& out, double* now);
+  int64_t AgentBooks(int64_t begin, int64_t end, const BatchOut& out, double* now);
+  // Clears env i's statistics rows of its last step's ended episode, and when NEXT_STEP's
+  // autoreset just reset it starts its episode and returns true.
+  bool AutoresetBooks(int64_t i, bool next_step, uint8_t* obs, double* now);
+  // Env i's episode ended in this step: its statistics, SAME_STEP's final rows, or a pending
+  // reset.
+  void EndEpisode(int64_t i, const uint8_t* obs, double* now);
   // Frame stacking (frame_stack_ > 1). StackFrames, in the constructor: the stacked spec and
   // the buffers. StartStack: env i's ring and its row of `obs` become k copies of its raw row;
   // PushFrame: its raw row replaces the oldest frame of its ring and the ring, oldest first,
@@ -288,6 +313,9 @@ class VectorPool {
   std::vector<double> ep_return_;
   std::vector<double> ep_start_;
   std::vector<uint8_t> done_;
+  int64_t num_agents_ = 1;
+  std::vector<uint8_t> agent_alive_;   // [N * A]: the agent is still in its env's episode
+  std::vector<uint8_t> agent_active_;  // [N * A]: the agent took part in the last call
   std::vector<double> ep_return_out_;
   std::vector<int64_t> ep_length_out_;
   std::vector<double> ep_time_out_;

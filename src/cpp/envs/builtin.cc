@@ -6,6 +6,7 @@
 #include "mountain_car.h"
 #include "no_velocity.h"
 #include "pendulum.h"
+#include "spread.h"
 #include "test_envs.h"
 
 namespace fastbatch::envs {
@@ -17,6 +18,7 @@ const std::vector<const fb_env_api*>& BuiltinEnvs() {
       EnvApi<Acrobot>(),          EnvApi<TestCounter>(),
       EnvApi<CartPoleNoVel>(),    EnvApi<PendulumNoVel>(),
       EnvApi<TestVariableCost>(), EnvApi<TestImage>(),
+      EnvApi<Spread>(),           EnvApi<TestAgents>(),
   };
   return envs;
 }

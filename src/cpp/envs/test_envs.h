@@ -2,6 +2,7 @@
 #ifndef FASTBATCH_ENVS_TEST_ENVS_H_
 #define FASTBATCH_ENVS_TEST_ENVS_H_
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -214,6 +215,68 @@ class TestImage {
   bool last_;
   Rng rng_;  // a copy of the pool's (set by Reset): the stream continues across steps
   int64_t cell_ = 0;
+};
+
+// Agents that leave at different times, for the multi-agent rows (ABI version 6): `agents`
+// agents per env. Agent k's observation is [k, steps since reset, its last action, a number
+// drawn at reset] ([k, 0, 0, u_k] after reset, u_k = rng.Uniform(), drawn for k = 0, 1, ... in
+// order); its reward is (k + 1) * action; action 3 terminates it, action 2 truncates it (the env's
+// own limit), 0 and 1 keep it in. The rows of an agent that is gone get junk (obs 99, reward 7,
+// both flags), which the pool must replace with zeros.
+class TestAgents {
+ public:
+  using ObsType = float;
+  using ActionType = int64_t;
+
+  static ParamList DeclareParams() { return ParamList().Int("agents", 3, 1, 8); }
+  static Spec MakeSpec(const Params& p) {
+    return Spec("_TestAgents-v0")
+        .Observation(Box({4}, -kInf, kInf))
+        .Action(Discrete(4))
+        .Agents(static_cast<int32_t>(p.Int("agents")));
+  }
+
+  explicit TestAgents(const Params& p) : agents_(p.Int("agents")) {}
+
+  void Reset(Rng& rng, float* obs) {
+    steps_ = 0;
+    for (int64_t k = 0; k < agents_; ++k) {
+      drawn_[k] = rng.Uniform();
+      gone_[k] = false;
+      Write(k, 0, obs);
+    }
+  }
+
+  void Step(const int64_t* actions, float* obs, const AgentResults& out) {
+    ++steps_;
+    for (int64_t k = 0; k < agents_; ++k) {
+      if (gone_[k]) {
+        std::fill(obs + 4 * k, obs + 4 * (k + 1), 99.0f);
+        out.reward[k] = 7.0f;
+        out.terminated[k] = out.truncated[k] = 1;
+        continue;
+      }
+      Write(k, actions[k], obs);
+      out.reward[k] = static_cast<float>((k + 1) * actions[k]);
+      out.terminated[k] = actions[k] == 3 ? 1 : 0;
+      out.truncated[k] = actions[k] == 2 ? 1 : 0;
+      gone_[k] = actions[k] >= 2;
+    }
+  }
+
+ private:
+  void Write(int64_t k, int64_t action, float* obs) const {
+    float* row = obs + 4 * k;
+    row[0] = static_cast<float>(k);
+    row[1] = static_cast<float>(steps_);
+    row[2] = static_cast<float>(action);
+    row[3] = static_cast<float>(drawn_[k]);
+  }
+
+  int64_t agents_;
+  int64_t steps_ = 0;
+  double drawn_[8] = {};
+  bool gone_[8] = {};
 };
 
 }  // namespace fastbatch::envs

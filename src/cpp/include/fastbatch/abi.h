@@ -1,4 +1,4 @@
-/* fastbatch native env ABI, version 5.
+/* fastbatch native env ABI, version 6.
  *
  * The C-level contract between the fastbatch pool and an env implementation. Built-in envs and
  * out-of-tree plugins both reach the pool through one `fb_env_api` table, so a plugin is exactly
@@ -45,6 +45,15 @@
  * halves); older pools refuse a version-5 table. Version 5 also appends the optional
  * `fb_env_api.set_state`, the inverse of `get_state`; a pool reads it only from a table of version
  * 5 or later whose `struct_size` covers it.
+ *
+ * Version 6 appends `fb_spec.num_agents`: a multi-agent env (num_agents > 1) holds that many
+ * agents, and every per-env array of `fb_batch` but `reset_mask` and `rngs` gets one row per
+ * agent: row `env * num_agents + agent` of obs, reward, terminated, truncated and actions is
+ * that agent's (the spec's spaces are one agent's). An agent that terminated or truncated is
+ * gone until its env resets (the env no longer steps it; the pool zeroes its rows and ignores
+ * its actions); the env's episode ends when every agent is gone. Infos stay one row per env.
+ * A pool reads `num_agents` only from a table of version 6 or later: older tables hold one
+ * agent, so their plugins load unchanged.
  */
 #ifndef FASTBATCH_ABI_H_
 #define FASTBATCH_ABI_H_
@@ -55,7 +64,7 @@
 extern "C" {
 #endif
 
-#define FASTBATCH_ABI_VERSION 5u
+#define FASTBATCH_ABI_VERSION 6u
 #define FASTBATCH_ABI_MIN_VERSION 1u /* the oldest version this fastbatch still loads */
 #define FASTBATCH_MAX_NDIM 4
 #define FASTBATCH_ERROR_LEN 512
@@ -123,6 +132,9 @@ typedef struct fb_spec {
   int32_t num_infos;
   const char* const* info_names;
   const int32_t* info_sizes;
+  /* Version 6: agents per env (0 or 1: a single-agent env). The spaces are one agent's; see
+   * "Versions" for the rows of a multi-agent env's batch arrays. */
+  int32_t num_agents;
 } fb_spec;
 
 /* Per-env random state, owned and seeded by the pool (env i of `reset(seed=s)` gets seed s + i).
@@ -142,7 +154,9 @@ typedef struct fb_error {
   char message[FASTBATCH_ERROR_LEN];
 } fb_error;
 
-/* Batch arrays of one call. Row i of each array belongs to env i (block-global index). In
+/* Batch arrays of one call. Row i of each array belongs to env i (block-global index); for a
+ * multi-agent env (version 6), rows env * num_agents + k of obs, reward, terminated, truncated
+ * and actions belong to its agent k, and reset_mask, rngs and info stay one row per env. In
  * `step`, the env writes obs, reward, terminated and (version 2) truncated of every env of the
  * range, stepped or reset. */
 typedef struct fb_batch {

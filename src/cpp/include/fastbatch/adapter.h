@@ -15,6 +15,7 @@
 #ifndef FASTBATCH_ADAPTER_H_
 #define FASTBATCH_ADAPTER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -31,18 +32,11 @@
 #endif
 
 #include "fastbatch/abi.h"
+#include "fastbatch/env_traits.h"
 #include "fastbatch/rng.h"
 #include "fastbatch/spec.h"
 
 namespace fastbatch {
-
-// What Step returns. `truncated`: the env ended the episode itself without terminating (its own
-// limit); the pool's time limit (Spec::MaxEpisodeSteps) is applied on top.
-struct StepResult {
-  double reward;
-  bool terminated;
-  bool truncated = false;
-};
 
 namespace {
 namespace detail {
@@ -54,26 +48,6 @@ inline void FillError(fb_error* error, int64_t index, const char* message) {
   error->message[FASTBATCH_ERROR_LEN - 1] = '\0';
 }
 
-template <typename E, typename = void>
-struct TakesParams : std::false_type {};
-template <typename E>
-struct TakesParams<E, std::void_t<decltype(E::MakeSpec(std::declval<const Params&>()))>>
-    : std::true_type {};
-
-template <typename E, typename = void>
-struct DeclaresParams : std::false_type {};
-template <typename E>
-struct DeclaresParams<E, std::void_t<decltype(E::DeclareParams())>> : std::true_type {};
-
-// An env that writes infos (ABI version 3) takes an info row in Reset and Step.
-template <typename E, typename = void>
-struct WritesInfo : std::false_type {};
-template <typename E>
-struct WritesInfo<
-    E, std::void_t<decltype(std::declval<E&>().Reset(
-           std::declval<Rng&>(), std::declval<typename E::ObsType*>(), std::declval<double*>()))>>
-    : std::true_type {};
-
 // The info row of env i, or (when the pool asks for none) a scratch row of this thread.
 inline double* InfoRow(const fb_batch* batch, int64_t i, int64_t row) {
   if (batch->info != nullptr) return batch->info + i * row;
@@ -81,19 +55,6 @@ inline double* InfoRow(const fb_batch* batch, int64_t i, int64_t row) {
   if (static_cast<int64_t>(scratch.size()) < row) scratch.resize(static_cast<size_t>(row));
   return scratch.data();
 }
-
-template <typename E, typename = void>
-struct HasState : std::false_type {};
-template <typename E>
-struct HasState<E, std::void_t<decltype(E::kStateSize)>> : std::true_type {};
-
-// An env whose state can be set (ABI version 5) has `void SetState(const double* state)`.
-template <typename E, typename = void>
-struct HasSetState : std::false_type {};
-template <typename E>
-struct HasSetState<
-    E, std::void_t<decltype(std::declval<E&>().SetState(std::declval<const double*>()))>>
-    : std::true_type {};
 
 // Adapts an env class E to the C ABI. One instance of the static state per E.
 template <typename E>
@@ -110,6 +71,9 @@ struct Adapter {
   static constexpr bool kDiscrete = std::is_integral_v<Act>;
   static constexpr bool kSpecFromParams = TakesParams<E>::value;
   static constexpr bool kWritesInfo = WritesInfo<E>::value;
+  static constexpr bool kStepsAgents = StepsAgents<E>::value;
+  static_assert(!(kStepsAgents && kWritesInfo),
+                "a multi-agent env (Step(actions, obs, AgentResults)) cannot write infos yet");
   static_assert(!HasSetState<E>::value || HasState<E>::value,
                 "an env with SetState(const double*) also declares kStateSize and "
                 "GetState(double*) const: SetState reads what GetState writes");
@@ -171,6 +135,12 @@ struct Adapter {
       throw std::invalid_argument(spec.id() +
                                   ": Reset/Step take an info row but the spec declares no "
                                   "Info(name)");
+    }
+    if (spec.num_agents() > 1 && !kStepsAgents) {
+      throw std::invalid_argument(
+          spec.id() + ": the spec declares " + std::to_string(spec.num_agents()) +
+          " agents but the env steps one; a multi-agent env steps all of them in "
+          "`void Step(const ActionType* actions, ObsType* obs, const fastbatch::AgentResults&)`");
     }
     spec.Check();
     return spec;
@@ -244,6 +214,7 @@ struct Adapter {
     int64_t obs_size = 1;
     int64_t act_size = 1;
     int64_t info_row = 0;  // doubles of one env's info row (ABI version 3)
+    int64_t agents = 1;    // rows of one env in obs, actions, reward and flags (version 6)
   };
 
   static void* Create(int64_t count, const double* values, fb_error* error) {
@@ -267,6 +238,7 @@ struct Adapter {
       for (int32_t k = 0; k < block->view->num_infos; ++k) {
         block->info_row += block->view->info_sizes[k];
       }
+      block->agents = block->view->num_agents > 1 ? block->view->num_agents : 1;
       block->envs.reserve(static_cast<size_t>(count));
       for (int64_t i = 0; i < count; ++i) block->envs.emplace_back(params);
       return block.release();
@@ -292,10 +264,11 @@ struct Adapter {
         if (batch->reset_mask != nullptr && batch->reset_mask[i] == 0) continue;
         Rng rng(&batch->rngs[i]);
         E& env = block->envs[static_cast<size_t>(i)];
+        Obs* row = obs + i * block->agents * block->obs_size;
         if constexpr (kWritesInfo) {
-          env.Reset(rng, obs + i * block->obs_size, InfoRow(batch, i, block->info_row));
+          env.Reset(rng, row, InfoRow(batch, i, block->info_row));
         } else {
-          env.Reset(rng, obs + i * block->obs_size);
+          env.Reset(rng, row);
         }
       }
       return 0;
@@ -309,6 +282,15 @@ struct Adapter {
 
   static int32_t Step(void* raw, int64_t begin, int64_t end, const fb_batch* batch,
                       fb_error* error) {
+    if constexpr (kStepsAgents) {
+      return StepAgents(raw, begin, end, batch, error);
+    } else {
+      return StepOne(raw, begin, end, batch, error);
+    }
+  }
+
+  static int32_t StepOne(void* raw, int64_t begin, int64_t end, const fb_batch* batch,
+                         fb_error* error) {
     auto* block = static_cast<Block*>(raw);
     auto* obs = static_cast<Obs*>(batch->obs);
     int64_t i = begin;
@@ -343,6 +325,58 @@ struct Adapter {
         batch->reward[i] = static_cast<float>(r.reward);
         batch->terminated[i] = r.terminated ? 1 : 0;
         if (batch->truncated != nullptr) batch->truncated[i] = r.truncated ? 1 : 0;
+      }
+      return 0;
+    } catch (const std::exception& e) {
+      FillError(error, i, e.what());
+    } catch (...) {
+      FillError(error, i, "unknown C++ exception in Step");
+    }
+    return 1;
+  }
+
+  // Step of a multi-agent env: env i's rows are [i * agents, (i + 1) * agents) of obs, actions,
+  // reward and flags. A reset env's rows get reward 0 and no flags.
+  static int32_t StepAgents(void* raw, int64_t begin, int64_t end, const fb_batch* batch,
+                            fb_error* error) {
+    auto* block = static_cast<Block*>(raw);
+    auto* obs = static_cast<Obs*>(batch->obs);
+    const int64_t agents = block->agents;
+    const auto count = static_cast<size_t>(agents);
+    thread_local std::vector<uint8_t> scratch_truncated;
+    thread_local std::vector<Act> discrete_actions;
+    int64_t i = begin;
+    try {
+      for (; i < end; ++i) {
+        E& env = block->envs[static_cast<size_t>(i)];
+        const int64_t first = i * agents;
+        Obs* row = obs + first * block->obs_size;
+        uint8_t* truncated = batch->truncated;
+        if (truncated == nullptr) {  // a pool of ABI version 1 reads no truncation
+          scratch_truncated.resize(count);
+          truncated = scratch_truncated.data() - first;
+        }
+        const AgentResults out{batch->reward + first, batch->terminated + first, truncated + first};
+        std::fill(out.reward, out.reward + count, 0.0f);
+        std::memset(out.terminated, 0, count);
+        std::memset(out.truncated, 0, count);
+        if (batch->reset_mask != nullptr && batch->reset_mask[i] != 0) {
+          Rng rng(&batch->rngs[i]);
+          env.Reset(rng, row);
+        } else if constexpr (kDiscrete) {
+          // Discrete actions travel as int64 whatever the env's integer ActionType.
+          const auto* actions = static_cast<const int64_t*>(batch->actions) + first;
+          if constexpr (std::is_same_v<Act, int64_t>) {
+            env.Step(actions, row, out);
+          } else {
+            discrete_actions.resize(count);
+            for (size_t k = 0; k < count; ++k) discrete_actions[k] = static_cast<Act>(actions[k]);
+            env.Step(discrete_actions.data(), row, out);
+          }
+        } else {
+          const auto* actions = static_cast<const Act*>(batch->actions) + first * block->act_size;
+          env.Step(actions, row, out);
+        }
       }
       return 0;
     } catch (const std::exception& e) {

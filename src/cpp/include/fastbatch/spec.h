@@ -283,6 +283,12 @@ class Spec {
     infos_.push_back({std::move(name), size});
     return *this;
   }
+  // A multi-agent env (ABI version 6): `count` agents per env, each with the observation and
+  // action spaces declared here (env.h, "Multi-agent envs"). 1: a single-agent env.
+  Spec& Agents(int32_t count) {
+    num_agents_ = count;
+    return *this;
+  }
   // Replaces every declared param (the adapter installs an env's DeclareParams() this way).
   Spec& SetParams(ParamList list) {
     params_ = std::move(list);
@@ -290,6 +296,7 @@ class Spec {
   }
 
   const std::string& id() const { return id_; }
+  int32_t num_agents() const { return num_agents_; }
   const ParamList& params() const { return params_; }
   const std::vector<InfoDecl>& infos() const { return infos_; }
   // Doubles in one env's info row: the sizes of every info entry, summed.
@@ -306,7 +313,16 @@ class Spec {
     CheckSpace(observation_, "observation");
     CheckSpace(action_, "action");
     if (max_episode_steps_ < 0) throw std::invalid_argument(id_ + ": max_episode_steps < 0");
+    if (num_agents_ < 1 || num_agents_ > kMaxAgents) {
+      throw std::invalid_argument(id_ + ": Agents(count) needs 1 to " + std::to_string(kMaxAgents) +
+                                  " agents, got " + std::to_string(num_agents_));
+    }
+    if (num_agents_ > 1 && !infos_.empty()) {
+      throw std::invalid_argument(id_ + ": a multi-agent env cannot declare infos yet");
+    }
   }
+  // The most agents one env may hold.
+  static constexpr int32_t kMaxAgents = 1 << 16;
 
   // The C view; valid while this Spec lives unchanged.
   const fb_spec* View() {
@@ -342,6 +358,7 @@ class Spec {
     view_.num_infos = static_cast<int32_t>(infos_.size());
     view_.info_names = info_names_view_.data();
     view_.info_sizes = info_sizes_view_.data();
+    view_.num_agents = num_agents_;
     return &view_;
   }
 
@@ -383,6 +400,7 @@ class Spec {
   int64_t max_episode_steps_ = 0;
   bool has_reward_threshold_ = false;
   double reward_threshold_ = 0.0;
+  int32_t num_agents_ = 1;
   ParamList params_;
   std::vector<InfoDecl> infos_;
   std::vector<fb_param> params_view_;
