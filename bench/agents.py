@@ -13,6 +13,12 @@ by default) with the same pre-drawn actions (one Discrete(5) action a row):
                               num_cpus=2, base_class="gymnasium"): PettingZoo's documented path
   plain loop                  the 8 ParallelEnvs stepped in this process, dict actions (built
                               before timing), reset when no agent is left
+  fastbatch native Spread-v0  make_agents("Spread-v0", 8, num_workers=2): fastbatch's own C++
+                              particle task in simple_spread's spirit (src/cpp/envs/spread.h,
+                              same agent and landmark counts, 25-step episodes), rows written by
+                              the C++ pool: not the same env, so compare it as the native path's
+                              rate, not as a like-for-like port
+  native Spread-v0 x --big    the same with --big envs (256 by default) in one batch
 Rates are agent steps/s (rows x batch steps / s), medians of interleaved timed runs under
 bench/_harness.py's rules, printed after the run's metadata; `vs supersuit` is the ratio to
 SuperSuit's rate. Needs `pip install '.[agents,bench]'` (pettingzoo, mpe2, supersuit).
@@ -65,6 +71,7 @@ def main(argv=None) -> int:
     parser.add_argument("--num-envs", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--agents", type=int, default=3)
+    parser.add_argument("--big", type=int, default=256, help="envs of the large native batch")
     parser.add_argument("--json", default="bench/results/agents.json")
     args = parser.parse_args(argv)
     repeats, seconds = (3, 0.5) if args.quick else (5, 2.0)
@@ -104,7 +111,16 @@ def main(argv=None) -> int:
         built.append(ss)
         plain = PlainLoop(n, agents, table)
         built.append(plain)
-        for env in (fast, procs):
+        native = fastbatch.make_agents(
+            "Spread-v0", n, num_workers=args.workers, seed=0, agents=agents
+        )
+        built.append(native)
+        big = fastbatch.make_agents(
+            "Spread-v0", args.big, num_workers=args.workers, seed=0, agents=agents
+        )
+        built.append(big)
+        big_table = harness.action_table(big.single_action_space, big.num_envs)
+        for env in (fast, procs, native, big):
             env.reset()
         ss.reset(seed=0)
         contenders = {
@@ -112,6 +128,10 @@ def main(argv=None) -> int:
             "fastbatch in_parent=False": harness.Loop(procs.step, table, rows, budget),
             "supersuit concat_vec_envs": harness.Loop(ss.step, table, rows, budget),
             "plain loop": harness.Loop(plain.step, range(len(table)), rows, budget),
+            "fastbatch native Spread-v0": harness.Loop(native.step, table, rows, budget),
+            f"native Spread-v0 x{args.big}": harness.Loop(
+                big.step, big_table, big.num_envs, budget
+            ),
         }
         print(run.header())
         print(

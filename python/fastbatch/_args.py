@@ -118,3 +118,21 @@ def blocking_threads(workers: int, default_workers: bool) -> int:
     ``workers`` (a number the user gave is a hard limit). The pool clamps it to ``num_envs``
     and uses it only in async mode."""
     return min(8 * workers, workers + 64) if default_workers else workers
+
+
+def pool_time_limit(env_id: str, max_episode_steps: Any, registered: int | None) -> int:
+    """The time limit a native pool applies: `max_episode_steps` when given (0: none), else the
+    id's `registered` one, else -1 (the env spec's own). ValueError for anything but None or a
+    non-negative integer."""
+    if max_episode_steps is None:
+        return -1 if registered is None else registered
+    if (
+        isinstance(max_episode_steps, bool)
+        or not isinstance(max_episode_steps, numbers.Integral)
+        or max_episode_steps < 0
+    ):
+        raise ValueError(
+            f"{env_id}: max_episode_steps must be a non-negative integer or None, "
+            f"got {max_episode_steps!r}"
+        )
+    return int(max_episode_steps)

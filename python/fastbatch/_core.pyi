@@ -161,6 +161,12 @@ class _VectorPool:
         """``(done, return, length, seconds)`` rows of the last step or recv (fresh arrays)."""
     def final_obs(self) -> npt.NDArray[Any]:
         """SAME_STEP mode: the final observations of the last step or recv (a fresh array)."""
+    def agent_active(self) -> npt.NDArray[np.bool_]:
+        """Multi-agent envs (ABI 6): per row (env * num_agents + agent), whether its agent took
+        part in the last step or is in the episode the last reset began (a fresh array)."""
+    @property
+    def num_agents(self) -> int:
+        """Agents per env (ABI 6; 1 for a single-agent env)."""
     def infos(self, which: str = "step") -> npt.NDArray[np.float64] | None:
         """Infos (ABI 3) as a fresh [rows, info row] float64 array, None if the env declares none:
         of the last step or recv (``"step"``), of the last reset by env (``"reset"``), or

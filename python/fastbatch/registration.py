@@ -58,6 +58,8 @@ def add_native_env(
     ``defaults`` override the declared param defaults (checked as make()'s keyword arguments
     are); the registered spec is the spec for those defaults (spaces and limit included).
     ``max_episode_steps`` replaces the time limit for every make of the id (0: none).
+    A multi-agent env (more than one agent per env) is not registered with gymnasium, which has
+    no multi-agent API: `fastbatch.make_agents` makes it.
     ``renderer``: the gymnasium id whose renderer draws the env from its state. Returns the
     spec. Every error names the env id."""
     name = env_type.id if env_id is None else env_id
@@ -66,7 +68,7 @@ def add_native_env(
     if limit is not None:
         spec = dataclasses.replace(spec, max_episode_steps=limit or None)
     REGISTRY.add(RegisteredEnv(env_type, spec, limit))
-    if not spec.id.startswith("_"):
+    if not spec.id.startswith("_") and spec.num_agents == 1:  # gymnasium has no multi-agent env
         fixed = limit is not None or not env_type.spec_depends_on_params
         _register_with_gymnasium(spec, spec.max_episode_steps if fixed else None)
     return spec

@@ -108,6 +108,9 @@ class NativeEnvSpec:
     renderer: str | None = None
     """The gymnasium id whose renderer draws this env from its state (`get_env_state`: the
     state that renderer reads), or None: the env does not render."""
+    num_agents: int = 1
+    """Agents per env (ABI version 6): above 1, a multi-agent env, made with
+    `fastbatch.make_agents` (its spaces are one agent's)."""
 
     def encode_params(self, kwargs: dict[str, Any]) -> list[float]:
         """The values of every param, in declaration order, for the C ABI: `kwargs` over the
@@ -164,6 +167,7 @@ def spec_from_dict(
         param_info=info,
         infos={name: int(size) for name, size in raw.get("infos", {}).items()},
         renderer=renderer,
+        num_agents=int(raw.get("num_agents", 1)),
     )
 
 
@@ -213,17 +217,25 @@ class _Registry:
         """True if `env_id` (with or without the "fastbatch/" prefix) is a native env."""
         return self.lookup(env_id) is not None
 
-    def ids(self) -> list[str]:
-        """Public ids (those not starting with '_'), sorted."""
-        return sorted(i for i in self._entries if not i.startswith("_"))
+    def ids(self, multi_agent: bool | None = None) -> list[str]:
+        """Public ids (those not starting with '_'), sorted: of single-agent envs (`multi_agent`
+        False), of multi-agent ones (True), or all (None)."""
+        return sorted(
+            i
+            for i, entry in self._entries.items()
+            if not i.startswith("_")
+            and (multi_agent is None or (entry.spec.num_agents > 1) == multi_agent)
+        )
 
 
 REGISTRY = _Registry()
 
 
-def list_envs() -> list[str]:
-    """The ids of every registered native env, sorted."""
-    return REGISTRY.ids()
+def list_envs(multi_agent: bool = False) -> list[str]:
+    """The ids of the registered native envs, sorted: those `fastbatch.make` makes (single-agent
+    envs), or with ``multi_agent=True`` those of more than one agent per env, which
+    `fastbatch.make_agents` makes (``["Spread-v0", ...]``)."""
+    return REGISTRY.ids(multi_agent)
 
 
 def spec(env_id: str) -> NativeEnvSpec:

@@ -229,3 +229,48 @@ def assert_workers_exit(envs) -> None:
     envs.close()
     for p in processes:
         assert p.wait(timeout=10) is not None
+
+
+class CounterAgents(ParallelEnv):
+    """The Python twin of the native test env ``_TestAgents-v0`` (src/cpp/envs/test_envs.h):
+    agent k observes ``[k, steps, its last action, u_k]`` (u_k drawn at reset, k in order), earns
+    ``(k + 1) * action``; action 3 terminates it, action 2 truncates it."""
+
+    metadata: ClassVar[dict] = {"name": "counter_agents_v0", "is_parallelizable": True}
+
+    def __init__(self, agents: int = 3) -> None:
+        self.possible_agents = [f"agent_{k}" for k in range(agents)]
+        self.agents: list[str] = []
+        self.render_mode = None
+        self._obs = spaces.Box(-np.inf, np.inf, (4,), np.float32)
+        self._act = spaces.Discrete(4)
+        self._rng = np.random.default_rng()
+
+    def observation_space(self, agent):
+        return self._obs
+
+    def action_space(self, agent):
+        return self._act
+
+    def reset(self, seed=None, options=None):
+        if seed is not None:
+            self._rng = np.random.default_rng(np.random.SeedSequence(seed))
+        self.steps = 0
+        self.drawn = [self._rng.random() for _ in self.possible_agents]
+        self.agents = list(self.possible_agents)
+        return {a: self._row(k, 0) for k, a in enumerate(self.agents)}, {a: {} for a in self.agents}
+
+    def step(self, actions):
+        self.steps += 1
+        index = {a: k for k, a in enumerate(self.possible_agents)}
+        obs, rewards, terms, truncs = {}, {}, {}, {}
+        for a in self.agents:
+            k, act = index[a], int(actions[a])
+            obs[a] = self._row(k, act)
+            rewards[a] = float((k + 1) * act)
+            terms[a], truncs[a] = act == 3, act == 2
+        self.agents = [a for a in self.agents if not (terms[a] or truncs[a])]
+        return obs, rewards, terms, truncs, {a: {} for a in obs}
+
+    def _row(self, k: int, action: int) -> np.ndarray:
+        return np.array([k, self.steps, action, self.drawn[k]], np.float32)

@@ -24,8 +24,8 @@ pytestmark = pytest.mark.no_tsan  # worker processes
 
 @pytest.mark.parametrize(
     "env_fn",
-    [dying(), dying(mask="obs"), dying(mask="info"), simple_spread_v3.parallel_env],
-    ids=["dying", "mask-in-obs", "mask-in-info", "simple_spread_v3"],
+    [dying(), dying(mask="obs"), dying(mask="info"), simple_spread_v3.parallel_env, "Spread-v0"],
+    ids=["dying", "mask-in-obs", "mask-in-info", "simple_spread_v3", "native-Spread-v0"],
 )
 def test_parallel_api_test_passes(env_fn):
     with parallel_env(env_fn, seed=0) as env:

@@ -20,6 +20,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from pettingzoo import ParallelEnv
 
+from fastbatch.agents.native import NativeAgentsVectorEnv
 from fastbatch.agents.vector import AgentsVectorEnv, make_agents
 
 __all__ = ["ParallelFacade", "parallel_env"]
@@ -37,12 +38,15 @@ def _filler(space: spaces.Space) -> np.ndarray:
 
 
 class ParallelFacade(ParallelEnv):
-    """A PettingZoo ``ParallelEnv`` over `batch`, an `AgentsVectorEnv` of one env in DISABLED
-    autoreset mode (see the module docstring; `parallel_env` builds both)."""
+    """A PettingZoo ``ParallelEnv`` over `batch`, an `AgentsVectorEnv` (or a native
+    `NativeAgentsVectorEnv`) of one env in DISABLED autoreset mode (see the module docstring; `parallel_env` builds both)."""
 
     def __init__(self, batch: AgentsVectorEnv) -> None:
-        if not isinstance(batch, AgentsVectorEnv):
-            raise TypeError(f"batch must be an AgentsVectorEnv, got {type(batch).__name__}")
+        if not isinstance(batch, (AgentsVectorEnv, NativeAgentsVectorEnv)):
+            raise TypeError(
+                "batch must be an AgentsVectorEnv or a NativeAgentsVectorEnv, got "
+                f"{type(batch).__name__}"
+            )
         if batch.num_parallel_envs != 1:
             raise ValueError(
                 f"a ParallelFacade steps a batch of one env, got {batch.num_parallel_envs} envs"
@@ -138,7 +142,8 @@ class ParallelFacade(ParallelEnv):
 
 def parallel_env(env_fn: Any, *, seed: int | None = None, **kwargs: Any) -> ParallelFacade:
     """A `ParallelFacade` over ``make_agents(env_fn, 1, autoreset_mode="disabled", ...)``:
-    one ParallelEnv stepped in a worker process behind the PettingZoo parallel API. Keyword
+    one ParallelEnv stepped in a worker process (or one native multi-agent env, for a native id)
+    behind the PettingZoo parallel API. Keyword
     arguments go to `make_agents` (its options, then the env's)."""
     batch = make_agents(env_fn, 1, seed=seed, autoreset_mode=AutoresetMode.DISABLED, **kwargs)
     return ParallelFacade(batch)

@@ -39,6 +39,8 @@ from gymnasium.vector.utils import batch_space
 from fastbatch._args import parse_autoreset_mode, positive_int
 from fastbatch.agents.adapter import AgentsEnv
 from fastbatch.agents.episodes import AgentEpisodes
+from fastbatch.agents.native import NativeAgentsVectorEnv, is_native_agents_id
+from fastbatch.agents.rows import checked_actions, final_obs_rows
 from fastbatch.agents.spec import AgentSpec, describe
 from fastbatch.process import ProcessVectorEnv
 
@@ -180,13 +182,7 @@ class AgentsVectorEnv(gymnasium.vector.VectorEnv):
         """Steps every env once with ``actions`` ``[num_envs, *action_shape]`` (one row per (env,
         agent), env-major; a gone agent's row is ignored but must still be a valid action).
         Returns ``(obs, reward, terminated, truncated, info)`` per row (module docstring)."""
-        shaped = np.asarray(actions)
-        if shaped.shape != self._act_shape:
-            raise ValueError(
-                f"actions must have shape {self._act_shape}: one row per (env, agent) pair, "
-                f"{self.num_parallel_envs} envs x {self.num_agents} agents, env-major; got "
-                f"{shaped.shape}"
-            )
+        shaped = checked_actions(actions, self._act_shape, self.num_parallel_envs, self.num_agents)
         packed, _, env_ended, _, env_info = self._envs.step(shaped.reshape(self._env_act_shape))
         rows = self.num_envs
         reward, active = packed["reward"], packed["active"]
@@ -232,16 +228,8 @@ class AgentsVectorEnv(gymnasium.vector.VectorEnv):
                 for key in ("reward", "terminated", "truncated", "active"):
                     packed[key][i] = last[key]
                 finals[i] = last["obs"]
-        done = packed["terminated"] | packed["truncated"]
-        if not done.any():
-            return None
-        count = self.num_agents
-        final_obs = np.full(self.num_envs, None, dtype=object)
-        for row in np.flatnonzero(done.reshape(-1)).tolist():
-            i, k = divmod(row, count)
-            source = finals.get(i, obs[i])
-            final_obs[row] = source[k].copy()
-        return final_obs, done.reshape(-1).copy()
+        done = (packed["terminated"] | packed["truncated"]).reshape(-1)
+        return final_obs_rows(obs.reshape(self._obs_shape), finals, done, self.num_agents)
 
     def close(self, **kwargs: Any) -> None:
         """Closes the envs and their worker processes (twice is harmless)."""
@@ -286,7 +274,10 @@ def make_agents(
     as one vector env of ``num_envs * num_agents`` rows (`AgentsVectorEnv`).
 
     ``env_fn``: a callable returning a ParallelEnv (``mpe2.simple_spread_v3.parallel_env``), a
-    PettingZoo env module, or either's name (``"mpe2.simple_spread_v3"``, ``"pkg.mod:fn"``).
+    PettingZoo env module, or either's name (``"mpe2.simple_spread_v3"``, ``"pkg.mod:fn"``); or
+    the id of a native multi-agent env (``"Spread-v0"``, a plugin's): then it is a
+    `NativeAgentsVectorEnv` stepped by the C++ pool (``num_workers`` threads; ``env_kwargs`` are
+    its params, plus ``max_episode_steps``), with the same rows.
     ``stats_key``: the info key of each agent's finished episodes (``"episode"``: return, length
     and time per row, as ``RecordEpisodeStatistics``), None for none. ``seed``: env ``i`` gets ``seed + i`` at the first reset (or
     ``seed[i]`` from a list), as in `fastbatch.make`. ``num_workers``, ``in_parent``, ``start_timeout``: as for the process
@@ -294,6 +285,18 @@ def make_agents(
     to read the agents and spaces (and closed). >>> ``envs = fastbatch.make_agents(
     simple_spread_v3.parallel_env, 8, num_workers=2, seed=0, N=3)``
     """
+    if is_native_agents_id(env_fn):
+        if in_parent is not None:
+            raise TypeError(f"in_parent applies to PettingZoo envs; {env_fn!r} is a native env")
+        return NativeAgentsVectorEnv(
+            env_fn,
+            num_envs,
+            num_workers=num_workers,
+            seed=seed,
+            autoreset_mode=autoreset_mode,
+            stats_key=stats_key,
+            **env_kwargs,
+        )
     return AgentsVectorEnv(
         env_fn,
         num_envs,

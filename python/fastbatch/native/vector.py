@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
-import numbers
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from fastbatch._args import (
     blocking_threads,
     frame_stack_size,
     parse_autoreset_mode,
+    pool_time_limit,
     positive_int,
     seed_list,
     worker_count,
@@ -117,17 +117,13 @@ class NativeVectorEnv(BatchVectorEnv):
             raise ValueError(f"batch_size must be at most num_envs={num_envs}, got {batch_size}")
         workers = worker_count(num_workers, num_threads, num_envs)
         mode = parse_autoreset_mode(autoreset_mode)
-        if max_episode_steps is None:  # registered limit, else the env's own (-1)
-            max_episode_steps = -1 if entry.time_limit is None else entry.time_limit
-        elif (
-            isinstance(max_episode_steps, bool)
-            or not isinstance(max_episode_steps, numbers.Integral)
-            or max_episode_steps < 0
-        ):
+        if spec.num_agents > 1:
             raise ValueError(
-                f"{spec.id}: max_episode_steps must be a non-negative integer or None, "
-                f"got {max_episode_steps!r}"
+                f"{spec.id} is a multi-agent env ({spec.num_agents} agents per env): make it "
+                f"with fastbatch.make_agents({spec.id!r}, num_envs), whose rows are every "
+                "(env, agent) pair"
             )
+        max_episode_steps = pool_time_limit(spec.id, max_episode_steps, entry.time_limit)
         if stats_key is not None and not isinstance(stats_key, str):
             raise TypeError(f"stats_key must be a string or None, got {stats_key!r}")
         frames = frame_stack_size(frame_stack)

@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 import fastbatch
+from fastbatch.agents.native import is_native_agents_id
 
 from .normalize import prepare_observations
 
@@ -158,10 +159,12 @@ def evaluate_saved(
 ) -> list[float]:
     """Plays `episodes` episodes of `env_id` with a SavedModel exported by `train`. With
     ``pettingzoo=True``, `env_id` names a PettingZoo env (as a ``pettingzoo`` run's config) and
-    the episodes are agents' (`fastbatch.make_agents`: every agent plays the policy)."""
+    the episodes are agents' (`fastbatch.make_agents`: every agent plays the policy), as they
+    are for a native multi-agent env (``"Spread-v0"``)."""
     policy = load_policy(path)
     make_kwargs = {"seed": seed, "autoreset_mode": "same_step", **make_kwargs}
-    make = fastbatch.make_agents if pettingzoo else fastbatch.make
+    agents = pettingzoo or is_native_agents_id(env_id)
+    make = fastbatch.make_agents if agents else fastbatch.make
     env = make(env_id, min(episodes, 16), **{**make_kwargs, "stats_key": "episode"})
     returns = run_episodes(env, policy, episodes)
     env.close()

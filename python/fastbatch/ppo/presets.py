@@ -236,6 +236,24 @@ PRESETS: dict[str, PPOConfig] = {
         return_window=100,
         checkpoint_every=100,
     ),
+    # spread: fastbatch's native multi-agent particle task Spread-v0 (3 agents, 3 landmarks, 25
+    # steps; src/cpp/envs/spread.h), stepped by the C++ pool, one network for every agent: the
+    # simple_spread settings (the two tasks share their shape and horizon). Its solved bar is
+    # bench/ppo_spread.py's scripted controller.
+    "spread": PPOConfig(
+        env_id="Spread-v0",
+        num_envs=32,
+        rollout_steps=200,
+        total_steps=1_000_000,
+        learning_rate=7e-4,
+        anneal_lr=True,
+        epochs=10,
+        minibatches=64,
+        entropy_coef=0.01,
+        bootstrap_truncation=False,
+        return_window=100,
+        checkpoint_every=100,
+    ),
     # gridchase: the README's plugin example (examples/native_env_plugin, built by its CMake;
     # `fastbatch train gridchase --plugin build/libgrid_chase.so`): a uint8 (3, 8, 8) image.
     "gridchase": _SMALL_PIXELS.replace(

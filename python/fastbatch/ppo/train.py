@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 import fastbatch
+from fastbatch.agents.native import is_native_agents_id
 from fastbatch.env_packages import load_env_sources
 
 from .agent import Agent
@@ -47,11 +48,11 @@ def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = 
         "stats_key": "episode",
     }
     count = config.num_envs if num_envs is None else num_envs
-    if config.pettingzoo:
-        if config.backend not in (None, "process"):
-            raise ValueError(
-                f"a PettingZoo env steps through the process backend, not {config.backend!r}"
-            )
+    if config.pettingzoo or is_native_agents_id(config.env_id):  # agent rows: make_agents
+        expected = "process" if config.pettingzoo else "native"
+        if config.backend not in (None, expected):
+            what = "a PettingZoo env" if config.pettingzoo else "a native multi-agent env"
+            raise ValueError(f"{what} steps in the {expected} backend, not {config.backend!r}")
         if config.num_workers is not None:
             kwargs["num_workers"] = config.num_workers
         return fastbatch.make_agents(config.env_id, count, **kwargs)

@@ -1,0 +1,208 @@
+"""`NativeAgentsVectorEnv`: a native multi-agent env (C++, ABI version 6: ``Spread-v0``, or a
+plugin's env whose spec declares ``Agents(n)``) as one vector env whose batch axis is every
+(env, agent) pair, stepped by the C++ pool in threads.
+
+The pool writes one row per agent, env-major (row ``env * num_agents + k`` is agent ``k`` of
+env ``env``), straight into its aligned result buffers: observations, rewards and flags are
+handed out as numpy views with no copy, as `fastbatch.make` hands out a single-agent batch. The
+rows follow the rules of `AgentsVectorEnv` (docs/multi-agent.md), so the same code trains on
+both: ``info["active"]``, gone agents' rows zeroed until their env resets, an env's episode
+ending when all its agents are done, the three autoreset modes, per-row ``final_obs`` and the
+per-row episode statistics of `AgentEpisodes`.
+
+Sync mode only (no ``batch_size``) and no ``frame_stack`` yet; the pool refuses both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from fastbatch import _core
+from fastbatch._args import (
+    MODE_CODES,
+    parse_autoreset_mode,
+    pool_time_limit,
+    positive_int,
+    seed_list,
+    worker_count,
+)
+from fastbatch._base import CLOSED
+from fastbatch.agents.episodes import AgentEpisodes
+from fastbatch.agents.rows import checked_actions, final_obs_rows
+from fastbatch.agents.spec import AgentSpec
+from fastbatch.errors import ClosedEnvError, EnvError, PluginError
+from fastbatch.registry import REGISTRY, spec_from_dict
+
+__all__ = ["NativeAgentsVectorEnv", "is_native_agents_id"]
+
+
+def is_native_agents_id(env_id: Any) -> bool:
+    """Whether `env_id` names a registered native env of more than one agent."""
+    return isinstance(env_id, str) and REGISTRY.has(env_id) and _agents_of(env_id) > 1
+
+
+def _agents_of(env_id: str) -> int:
+    return REGISTRY.resolve(env_id).spec.num_agents
+
+
+class NativeAgentsVectorEnv(gymnasium.vector.VectorEnv):
+    """``num_parallel_envs`` native multi-agent envs as ``num_envs = num_parallel_envs *
+    num_agents`` batch rows (see the module docstring). Build it with `fastbatch.make_agents`.
+
+    Agents are named ``"agent_0"``, ``"agent_1"``, ... (`possible_agents`). ``seed``: env ``i``
+    gets ``seed + i`` (a list: one seed per env). ``max_episode_steps``: the time limit, which
+    truncates every agent still in (default: the env's; 0: none). ``num_workers``: threads.
+    """
+
+    backend = "native"
+
+    def __init__(
+        self,
+        env_id: str,
+        num_envs: int,
+        *,
+        num_workers: int | None = None,
+        seed: int | list[int | None] | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        max_episode_steps: int | None = None,
+        stats_key: str | None = None,
+        **env_kwargs: Any,
+    ) -> None:
+        self.closed = True  # until the pool exists
+        entry = REGISTRY.resolve(env_id)
+        count = positive_int("num_envs", num_envs)
+        mode = parse_autoreset_mode(autoreset_mode)
+        limit = pool_time_limit(entry.spec.id, max_episode_steps, entry.time_limit)
+        params = entry.spec.encode_params(env_kwargs)
+        try:
+            self._pool = _core._VectorPool(
+                entry.env_type,
+                count,
+                worker_count(num_workers, None, count),
+                MODE_CODES[mode],
+                limit,
+                params,
+                count,
+            )
+        except (EnvError, PluginError) as exc:  # the env's own MakeSpec or constructor threw
+            raise type(exc)(f"{entry.spec.id}: {exc}") from None
+        self.closed = False
+        spec = spec_from_dict(self._pool.spec, entry.spec.id)
+        agents = self._pool.num_agents
+        self.env_id = spec.id
+        self.num_parallel_envs = count
+        self.num_agents = agents
+        self.num_envs = count * agents
+        self.possible_agents = tuple(f"agent_{k}" for k in range(agents))
+        self.single_observation_space = spec.observation_space
+        self.single_action_space = spec.action_space
+        self.observation_space = batch_space(spec.observation_space, self.num_envs)
+        self.action_space = batch_space(spec.action_space, self.num_envs)
+        self.metadata = {"autoreset_mode": mode}
+        self.render_mode = None
+        self.agent_spec = AgentSpec(
+            possible_agents=self.possible_agents,
+            agent_observation_space=spec.observation_space,
+            observation_space=spec.observation_space,
+            action_space=spec.action_space,
+            mask_source=None,
+            mask_shape=(),
+            metadata={},
+            render_mode=None,
+        )
+        """The agents and their spaces, as `AgentsVectorEnv` gives them."""
+        own = spec.max_episode_steps
+        self.time_limit: int | None = own if limit < 0 else (limit or None)
+        """The time limit the pool applies, in steps (None: none)."""
+        self._mode = mode
+        self._obs_shape = (self.num_envs, *spec.observation_space.shape)
+        self._act_shape = (self.num_envs, *spec.action_space.shape)
+        self._episodes = AgentEpisodes(self.num_envs, agents, stats_key)
+        self._ended = np.zeros(count, np.bool_)  # envs whose episode ended in the last step
+        if seed is not None:
+            self._pool.seed(seed_list(seed, count, None))
+            first = seed[0] if isinstance(seed, (list, tuple)) and seed else seed
+            if first is not None:  # as fastbatch.make: sample() repeats for the same seed
+                self.action_space.seed(int(first))
+
+    @property
+    def stats_key(self) -> str | None:
+        """The info key of finished episodes' statistics, one entry per agent row, or None."""
+        return self._episodes.stats_key
+
+    @property
+    def num_workers(self) -> int:
+        """Threads stepping the batch at most (the calling thread counts as one)."""
+        return self._pool.num_threads
+
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Resets every env (or those of ``options["reset_mask"]``, one bool per env:
+        ``[num_parallel_envs]``) and returns ``(obs, {"active": ...})``. ``seed``: an int seeds
+        env ``i`` with ``seed + i``, a list one seed per env."""
+        self._check_open()
+        if seed is not None:
+            self._pool.seed(seed_list(seed, self.num_parallel_envs, None))
+        mask = None if options is None else options.get("reset_mask")
+        if mask is not None:
+            mask = np.asarray(mask)
+        obs = self._pool.reset(mask)
+        self._episodes.restart(None if mask is None else mask.astype(np.bool_))
+        self._ended[mask if mask is not None else slice(None)] = False
+        return obs, {"active": self._pool.agent_active()}
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Steps every env once with ``actions`` ``[num_envs, *action_shape]`` (one row per (env,
+        agent), env-major; a gone agent's row is ignored but must still be a valid action)."""
+        self._check_open()
+        shaped = checked_actions(actions, self._act_shape, self.num_parallel_envs, self.num_agents)
+        obs, reward, terminated, truncated, ended = self._pool.step(shaped)
+        active = self._pool.agent_active()
+        info: dict[str, Any] = {}
+        env_ended = self._pool.episode_stats()[0] if ended else np.zeros_like(self._ended)
+        if self._mode == AutoresetMode.SAME_STEP:
+            finals = {}
+            if ended:
+                final = self._pool.final_obs().reshape(
+                    self.num_parallel_envs, self.num_agents, *self._obs_shape[1:]
+                )
+                finals = {int(i): final[i] for i in np.flatnonzero(env_ended)}
+            rows = final_obs_rows(obs, finals, terminated | truncated, self.num_agents)
+            if rows is not None:
+                info["final_obs"], info["_final_obs"] = rows
+        info["active"] = active
+        reset_rows = None
+        if self._mode == AutoresetMode.NEXT_STEP and self._ended.any():
+            reset_rows = np.repeat(self._ended, self.num_agents)
+        self._ended = env_ended
+        info.update(self._episodes.step(reward, active, terminated | truncated, reset_rows))
+        return obs, reward, terminated, truncated, info
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClosedEnvError(CLOSED)
+
+    def close(self, **kwargs: Any) -> None:
+        """Frees the envs and the pool's threads (twice is harmless)."""
+        if getattr(self, "closed", True):
+            return
+        self.closed = True
+        self._pool.close()
+
+    def __enter__(self) -> NativeAgentsVectorEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"NativeAgentsVectorEnv({self.env_id}, num_parallel_envs={self.num_parallel_envs}, "
+            f"num_agents={self.num_agents})"
+        )
