@@ -270,6 +270,55 @@ def test_the_image_example_builds_with_the_cmake_package(examples):
     assert fastbatch.make("GridChase-v0", 1).single_observation_space.shape == (3, 8, 8)
 
 
+def greedy_moves(obs: np.ndarray) -> np.ndarray:
+    """GoalCells' shortest walk: along x first, then y, read off each row's goal offset."""
+    dx, dy = obs[:, 2], obs[:, 3]
+    return np.select([dx < 0, dx > 0, dy < 0, dy > 0], [3, 4, 1, 2], 0).astype(np.int64)
+
+
+def test_the_multi_agent_example_steps_each_agent_to_its_goal(examples):
+    # The README's multi-agent plugin, built out of tree: one row per (env, agent), each agent
+    # leaves on reaching its goal (walking the shortest way, it takes its distance in steps),
+    # its rows then read zeros whatever action it is given, and its env resets once all have
+    # left (NEXT_STEP: the step after).
+    assert fastbatch.register_native_env(None, examples["goal_cells"], replace=True) == [
+        "GoalCells-v0"
+    ]
+    assert "GoalCells-v0" in fastbatch.list_envs(multi_agent=True)
+    size, agents, n = 5, 3, 4
+    env = fastbatch.make_agents("GoalCells-v0", n, agents=agents, size=size, seed=3)
+    assert env.num_agents == agents and env.num_envs == n * agents
+    assert env.single_observation_space.shape == (4 + 2 * (agents - 1),)
+    obs, info = env.reset()
+    assert obs.shape == (n * agents, 4 + 2 * (agents - 1)) and info["active"].all()
+
+    def distances(obs):  # each agent's steps to its goal, from its row
+        return np.rint(np.abs(obs[:, 2:4]).sum(axis=1) * size).astype(int)
+
+    distance, walked = distances(obs), np.zeros(n * agents, int)
+    assert (distance >= 1).all()
+    junk = np.random.default_rng(0)
+    resets = 0
+    for _ in range(6 * size):
+        ended = np.repeat((distance <= walked).reshape(n, agents).all(axis=1), agents)
+        moves = np.where(info["active"], greedy_moves(obs), junk.integers(0, 5, n * agents))
+        obs, reward, terminated, truncated, info = env.step(moves)
+        walked += 1
+        assert not truncated.any()
+        # the envs whose last agent left on the step before start again
+        assert info["active"][ended].all() and not (reward[ended].any() or terminated[ended].any())
+        resets += ended.sum() // agents
+        walked[ended], distance[ended] = 0, distances(obs)[ended]
+        on = ~ended
+        walking, arriving = (distance > walked) & on, (distance == walked) & on
+        np.testing.assert_array_equal(terminated, arriving)
+        np.testing.assert_allclose(reward, np.select([walking, arriving], [-0.01, 1.0], 0.0))
+        np.testing.assert_array_equal(info["active"], ended | (distance >= walked))
+        assert not obs[on & (distance < walked)].any()  # gone rows read zeros
+    assert resets >= n  # every env ran at least one whole episode
+    env.close()
+
+
 # ---------------------------------------------------------------------------- version 1
 def legacy_uniforms(seed: int, count: int, low: float, high: float) -> np.ndarray:
     """The draws of a plugin built before ABI version 4: xoshiro256** seeded by splitmix64, as

@@ -1,4 +1,4 @@
-// fastbatch native env contract, version 5 (header-only, public).
+// fastbatch native env contract, version 6 (header-only, public).
 //
 // An env is a small C++ class:
 //
@@ -59,6 +59,21 @@
 //
 // Every Reset and Step writes the whole row; NaN marks an entry as absent (gymnasium's reset info
 // usually has fewer keys than its step info): its mask is False and its value 0 in Python.
+//
+// Multi-agent envs (version 6): an env holding several agents with one pair of spaces (each
+// agent's) declares their count in the spec, `.Agents(n)` (fixed, or from a param), and steps all
+// of them in one call:
+//
+//     void Reset(fastbatch::Rng& rng, ObsType* obs);  // obs: n rows, agent 0's first
+//     void Step(const ActionType* actions, ObsType* obs, const fastbatch::AgentResults& out);
+//
+// `actions[k]` is agent k's action (Discrete) or its row (a Box: act_size values from
+// `actions + k * act_size`); `out.reward[k]`, `out.terminated[k]`, `out.truncated[k]` are its
+// results, zero on entry. An agent that terminated or truncated has left until the env resets:
+// the env no longer moves it, and the pool zeroes its rows and ignores its actions; the episode
+// ends when every agent has left, and the pool's time limit truncates all still in. Python sees
+// a batch of (env, agent) rows, env-major: `fastbatch.make_agents(id, num_envs)`. Multi-agent envs
+// declare no infos (refused at compile time), and the pool steps them in sync mode only.
 //
 // Exporting from a plugin shared library (in one .cc file): `FASTBATCH_EXPORT_ENV(MyEnv)`, or
 // `FASTBATCH_EXPORT_ENVS(MyEnv, OtherEnv, ...)` for several envs in one library. Results are
