@@ -2,16 +2,17 @@
 "solves the native env in minutes"), one run.
 
     python bench/ppo_spread.py [--seeds 0,1,2] [--steps 1000000] [--episodes 2000]
-                               [--set KEY=VALUE ...] [--json FILE]
+                               [--bars 0.5,0.75,0.9] [--set KEY=VALUE ...] [--json FILE]
 
 "Solved" is measured against two policies played here first on the same env: uniform random
 actions, and a scripted controller that knows the task (each env's agents take the landmarks of
 the assignment with the least total distance, and each agent picks the action whose one-step
 prediction of the env's own dynamics lands nearest its landmark). Both are read from the
-observations only. The bar is 90% of the way from random to scripted, in the mean return of an
-agent episode (25 steps); each seed trains the ``spread`` preset (fastbatch train spread) for
-`--steps` agent steps and the table gives its time and steps to the bar and its return at the
-end (the mean of the last 100 agent episodes, progress.csv). Needs ``pip install '.[bench]'``.
+observations only. Each bar is a fraction of the way from random to scripted (`--bars`), in the
+mean return of an agent episode (25 steps); each seed trains the ``spread`` preset (fastbatch
+train spread) for `--steps` agent steps (the learning rate anneals over them) and the table gives
+its seconds and agent steps to each bar and its return at the end (the mean of the last 100 agent
+episodes, progress.csv). Needs ``pip install '.[bench]'``.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def play(policy: str, episodes: int, seed: int = 0) -> float:
     return float(np.mean(returns[:episodes]))
 
 
-def run_fastbatch(seed: int, steps: int, overrides: list[str], bar: float) -> dict:
+def run_fastbatch(seed: int, steps: int, overrides: list[str], bars: list[float]) -> dict:
     from fastbatch.ppo import resolve, train
     from fastbatch.ppo.train import read_progress
 
@@ -79,14 +80,14 @@ def run_fastbatch(seed: int, steps: int, overrides: list[str], bar: float) -> di
     with tempfile.TemporaryDirectory() as logdir:
         result = train(config, logdir, progress=False)
         rows = read_progress(Path(logdir) / "progress.csv").tolist()
-    hit = next(((s, t) for s, t, r in rows if r == r and r >= bar), (None, None))
+    hits = [next(((s, t) for s, t, r in rows if r == r and r >= bar), (None, None)) for bar in bars]
     return {
         "seed": seed,
         "steps": result["env_steps"],
         "seconds": result["seconds"],
         "final_return": result["train_return"],
-        "steps_to_bar": hit[0],
-        "seconds_to_bar": hit[1],
+        "steps_to_bars": [h[0] for h in hits],
+        "seconds_to_bars": [h[1] for h in hits],
         "curve": rows,
     }
 
@@ -98,6 +99,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--steps", type=int, default=1_000_000, help="agent steps a run")
     parser.add_argument("--episodes", type=int, default=2000, help="agent episodes a bar policy")
+    parser.add_argument("--bars", default="0.5,0.75,0.9", help="fractions, random to scripted")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--json", default="bench/results/ppo_spread.json")
     args = parser.parse_args(argv)
@@ -108,42 +110,49 @@ def main(argv=None) -> int:
     print(run.header(), flush=True)
     random_return = play("random", args.episodes)
     scripted_return = play("scripted", args.episodes)
-    bar = random_return + 0.9 * (scripted_return - random_return)
+    fractions = [float(f) for f in args.bars.split(",")]
+    bars = [random_return + f * (scripted_return - random_return) for f in fractions]
     print(
-        f"random {random_return:.2f}, scripted {scripted_return:.2f}: bar {bar:.2f} (mean return "
-        f"of an agent episode, {args.episodes} episodes each)",
+        f"random {random_return:.2f}, scripted {scripted_return:.2f} (mean return of an agent "
+        f"episode, {args.episodes} episodes each); bars "
+        + ", ".join(f"{f:.0%} {b:.2f}" for f, b in zip(fractions, bars, strict=True)),
         flush=True,
     )
-    table = harness.Table(
-        ("seed", 5), ("to bar s", 9), ("steps", 10), ("final return", 13), ("run s", 7)
-    )
+    columns = [(f"{f:.0%}: s / steps", 20) for f in fractions]
+    table = harness.Table(("seed", 5), *columns, ("final return", 13), ("run s", 7))
     print(table.header())
     print(table.rule())
     runs = []
     for seed in seeds:
-        r = run_fastbatch(seed, args.steps, args.overrides, bar)
+        r = run_fastbatch(seed, args.steps, args.overrides, bars)
         runs.append(r)
-        t = r["seconds_to_bar"]
+        cells = [
+            "never" if t is None else f"{t:.0f} / {s:.0f}"
+            for t, s in zip(r["seconds_to_bars"], r["steps_to_bars"], strict=True)
+        ]
         print(
             table.row(
                 seed,
-                "never" if t is None else f"{t:.0f}",
-                "-" if r["steps_to_bar"] is None else f"{r['steps_to_bar']:.0f}",
+                *cells,
                 f"{r['final_return']:.2f}",
                 f"{r['seconds']:.0f}",
             ),
             flush=True,
         )
-    solved = [r["seconds_to_bar"] for r in runs if r["seconds_to_bar"] is not None]
-    if solved:
-        print(
-            f"median time to the bar over the seeds that reached it: {statistics.median(solved):.0f} s"
-        )
+    for k, f in enumerate(fractions):
+        times = [r["seconds_to_bars"][k] for r in runs if r["seconds_to_bars"][k] is not None]
+        median = f"median {statistics.median(times):.0f} s" if times else "never"
+        print(f"{f:.0%} of the way: reached by {len(times)}/{len(runs)} seeds, {median}")
     print(run.footer())
     harness.write_json(
         args.json,
         run.meta,
-        {"random": random_return, "scripted": scripted_return, "bar": bar, "fastbatch": runs},
+        {
+            "random": random_return,
+            "scripted": scripted_return,
+            "bars": dict(zip(args.bars.split(","), bars, strict=True)),
+            "fastbatch": runs,
+        },
     )
     return 0
 
