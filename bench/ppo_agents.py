@@ -54,7 +54,7 @@ def run_sb3(seed: int, steps: int) -> dict:
         def _on_rollout_end(self) -> None:
             buffer = self.model.ep_info_buffer
             if buffer:
-                mean = statistics.mean(e["r"] for e in buffer)
+                mean = statistics.mean(float(e["r"]) for e in buffer)  # JSON: no float32
                 curve.append((self.num_timesteps, time.perf_counter() - start, mean))
 
         def _on_step(self) -> bool:
@@ -65,7 +65,7 @@ def run_sb3(seed: int, steps: int) -> dict:
     )
     model.learn(total_timesteps=steps, callback=Curve())
     seconds = time.perf_counter() - start
-    final = statistics.mean(e["r"] for e in model.ep_info_buffer)
+    final = statistics.mean(float(e["r"]) for e in model.ep_info_buffer)
     env.close()
     return {
         "seed": seed,
