@@ -27,7 +27,7 @@ class GoalCells {
     const int64_t agents = p.Int("agents"), size = p.Int("size");
     return fastbatch::Spec("GoalCells-v0")
         .Observation(fastbatch::Box({4 + 2 * (agents - 1)}, -1.0, 1.0))  // one agent's
-        .Action(fastbatch::Discrete(5))                                   // one agent's
+        .Action(fastbatch::Discrete(5))                                  // one agent's
         .MaxEpisodeSteps(4 * size)
         .Agents(static_cast<int32_t>(agents));
   }
