@@ -14,6 +14,23 @@ from .config import PPOConfig, parse_value
 
 __all__ = ["PRESETS", "resolve"]
 
+# simple_spread's settings, which the native `spread` preset shares (see PRESETS).
+_SIMPLE_SPREAD = PPOConfig(
+    env_id="mpe2.simple_spread_v3",
+    pettingzoo=True,
+    num_envs=32,
+    rollout_steps=200,
+    total_steps=1_000_000,
+    learning_rate=7e-4,
+    anneal_lr=True,
+    epochs=10,
+    minibatches=64,
+    entropy_coef=0.01,
+    bootstrap_truncation=False,
+    return_window=100,
+    checkpoint_every=100,
+)
+
 # CleanRL's MuJoCo PPO settings: 8 envs x 256 steps, 10 epochs of 32 minibatches, lr 3e-4 annealed.
 _CLEANRL_MUJOCO = PPOConfig(
     backend="native",
@@ -221,39 +238,12 @@ PRESETS: dict[str, PPOConfig] = {
     # 32 envs (96 agent rows) x 200 steps in 64 minibatches of 300, 10 epochs, lr 7e-4 annealed,
     # entropy 0.01, and the 25-step horizon ends the task (no bootstrap at truncation, as MAPPO
     # and SB3 over SuperSuit do). Steps count agent rows, as SB3 over SuperSuit does.
-    "simple_spread": PPOConfig(
-        env_id="mpe2.simple_spread_v3",
-        pettingzoo=True,
-        num_envs=32,
-        rollout_steps=200,
-        total_steps=1_000_000,
-        learning_rate=7e-4,
-        anneal_lr=True,
-        epochs=10,
-        minibatches=64,
-        entropy_coef=0.01,
-        bootstrap_truncation=False,
-        return_window=100,
-        checkpoint_every=100,
-    ),
+    "simple_spread": _SIMPLE_SPREAD,
     # spread: fastbatch's native multi-agent particle task Spread-v0 (3 agents, 3 landmarks, 25
     # steps; src/cpp/envs/spread.h), stepped by the C++ pool, one network for every agent: the
     # simple_spread settings (the two tasks share their shape and horizon). Its solved bar is
     # bench/ppo_spread.py's scripted controller.
-    "spread": PPOConfig(
-        env_id="Spread-v0",
-        num_envs=32,
-        rollout_steps=200,
-        total_steps=1_000_000,
-        learning_rate=7e-4,
-        anneal_lr=True,
-        epochs=10,
-        minibatches=64,
-        entropy_coef=0.01,
-        bootstrap_truncation=False,
-        return_window=100,
-        checkpoint_every=100,
-    ),
+    "spread": _SIMPLE_SPREAD.replace(env_id="Spread-v0", pettingzoo=False),
     # gridchase: the README's plugin example (examples/native_env_plugin, built by its CMake;
     # `fastbatch train gridchase --plugin build/libgrid_chase.so`): a uint8 (3, 8, 8) image.
     "gridchase": _SMALL_PIXELS.replace(
