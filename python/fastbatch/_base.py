@@ -50,6 +50,10 @@ __all__ = ["BatchVectorEnv"]
 CLOSED = "this fastbatch env is closed"
 NOT_RESET = "call reset() before step()"
 BROKEN = "a previous step raised an env error; call reset() before stepping again"
+NO_IDLE_ENVS = (
+    "no env is waiting for actions: the envs of the last recv() were already sent; "
+    "recv() first (or pass env_ids)"
+)
 FORKED = (
     "this fastbatch env was created in process {owner} and cannot be used after fork (this is "
     "process {pid}, a fork of it): its workers serve the parent only. Make a new env in the "

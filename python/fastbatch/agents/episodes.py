@@ -37,32 +37,39 @@ class AgentEpisodes:
         self._length[rows] = 0
         self._began[rows] = time.perf_counter()
 
-    def step(self, reward, active, done, reset_rows=None) -> dict[str, Any]:
-        """Folds one step of every row (``reward``, ``active``, ``done`` = terminated or
-        truncated, each ``[rows]``) and returns the info entries of the rows whose episode ended
-        (none when the env keeps no statistics or none ended). ``reset_rows`` (``[rows]`` bool):
-        rows whose step was their env's reset (NEXT_STEP), which start over and count nothing."""
+    def step(self, reward, active, done, reset_rows=None, rows=None) -> dict[str, Any]:
+        """Folds one step of the rows ``rows`` (an int array: an async recv's envs' rows; None:
+        every row), given ``reward``, ``active``, ``done`` = terminated or truncated, each one
+        entry per row stepped, and returns the info entries of the rows whose episode ended, in
+        that order (none when the env keeps no statistics or none ended). ``reset_rows`` (bool,
+        one per row stepped): rows whose step was their env's reset (NEXT_STEP), which start
+        over and count nothing."""
         if self.stats_key is None:  # nothing kept: no work per step
             return {}
+        at = slice(None) if rows is None else rows
+        # Views of every row, or copies of the rows stepped (written back below).
+        returns, lengths, began = self._return[at], self._length[at], self._began[at]
         if reset_rows is not None and reset_rows.any():
-            self._return[reset_rows] = 0.0
-            self._length[reset_rows] = 0
-            self._began[reset_rows] = time.perf_counter()
+            returns[reset_rows] = 0.0
+            lengths[reset_rows] = 0
+            began[reset_rows] = time.perf_counter()
             active = active & ~reset_rows
-        self._return += np.where(active, reward, 0.0)
-        self._length += active
-        if not done.any():
-            return {}
-        ended = done.copy()
-        now = time.perf_counter()
-        info = episode_info(
-            ended,
-            np.where(ended, self._return, 0.0),
-            np.where(ended, self._length, 0),
-            np.where(ended, np.round(now - self._began, 6), 0.0),
-            self.stats_key,
-        )
-        self._return[ended] = 0.0
-        self._length[ended] = 0
-        self._began[ended] = now
+        returns += np.where(active, reward, 0.0)
+        lengths += active
+        info: dict[str, Any] = {}
+        if done.any():
+            ended = done.copy()
+            now = time.perf_counter()
+            info = episode_info(
+                ended,
+                np.where(ended, returns, 0.0),
+                np.where(ended, lengths, 0),
+                np.where(ended, np.round(now - began, 6), 0.0),
+                self.stats_key,
+            )
+            returns[ended] = 0.0
+            lengths[ended] = 0
+            began[ended] = now
+        if rows is not None:
+            self._return[rows], self._length[rows], self._began[rows] = returns, lengths, began
         return info

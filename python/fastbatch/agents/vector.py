@@ -268,6 +268,7 @@ def make_agents(
     start_timeout: float = 120.0,
     in_parent: bool | None = None,
     stats_key: str | None = None,
+    batch_size: int | None = None,
     **env_kwargs: Any,
 ) -> AgentsVectorEnv:
     """``num_envs`` PettingZoo ParallelEnvs ``env_fn(**env_kwargs)`` stepped in worker processes,
@@ -277,7 +278,8 @@ def make_agents(
     PettingZoo env module, or either's name (``"mpe2.simple_spread_v3"``, ``"pkg.mod:fn"``); or
     the id of a native multi-agent env (``"Spread-v0"``, a plugin's): then it is a
     `NativeAgentsVectorEnv` stepped by the C++ pool (``num_workers`` threads; ``env_kwargs`` are
-    its params, plus ``max_episode_steps``), with the same rows.
+    its params, plus ``max_episode_steps``, and ``batch_size``: envs a ``recv`` returns, for
+    async mode), with the same rows.
     ``stats_key``: the info key of each agent's finished episodes (``"episode"``: return, length
     and time per row, as ``RecordEpisodeStatistics``), None for none. ``seed``: env ``i`` gets ``seed + i`` at the first reset (or
     ``seed[i]`` from a list), as in `fastbatch.make`. ``num_workers``, ``in_parent``, ``start_timeout``: as for the process
@@ -295,7 +297,13 @@ def make_agents(
             seed=seed,
             autoreset_mode=autoreset_mode,
             stats_key=stats_key,
+            batch_size=batch_size,
             **env_kwargs,
+        )
+    if batch_size is not None and batch_size != num_envs:
+        raise ValueError(
+            f"batch_size={batch_size}: async mode is for native multi-agent envs (such as "
+            "'Spread-v0'); PettingZoo envs step in sync mode (leave batch_size out)"
         )
     return AgentsVectorEnv(
         env_fn,

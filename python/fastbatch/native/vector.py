@@ -24,7 +24,7 @@ from fastbatch._args import (
     seed_list,
     worker_count,
 )
-from fastbatch._base import BatchVectorEnv
+from fastbatch._base import NO_IDLE_ENVS, BatchVectorEnv
 from fastbatch._infos import add_info, episode_info, numeric_info
 from fastbatch.errors import AsyncStateError, EnvError, PluginError
 from fastbatch.native.attrs import NativeAttributes, check_render_mode
@@ -34,10 +34,6 @@ __all__ = ["NativeVectorEnv", "RolloutBinding"]
 
 _NO_IDS = np.empty(0, dtype=np.int64)  # async: no env waits for actions
 _NO_IDS.flags.writeable = False
-NO_IDLE_ENVS = (
-    "no env is waiting for actions: the envs of the last recv() were already sent; "
-    "recv() first (or pass env_ids)"
-)
 
 # Envs still open at interpreter exit are closed before Python's finalization starts: once it
 # has, a pool thread that takes the GIL (a MuJoCo timer or callback set from Python, while

@@ -78,7 +78,8 @@ PyVectorPool::PyVectorPool(const EnvType& type, int64_t num_envs, int num_thread
                      std::move(params), batch_size, max_async_threads, frame_stack)),
       actions_(ActionChecker::ForSpace(pool_->spec().action)),
       step_slots_(num_envs * pool_->num_agents(), pool_->spec()),
-      recv_slots_(batch_size > 0 ? batch_size : num_envs, pool_->spec(), true),
+      recv_slots_((batch_size > 0 ? batch_size : num_envs) * pool_->num_agents(), pool_->spec(),
+                  batch_size > 0 ? batch_size : num_envs),
       obs_dtype_(NumpyDType(pool_->spec().observation.dtype)),
       reward_dtype_(py::dtype::of<float>()),
       flag_dtype_(py::dtype::of<bool>()) {
@@ -204,7 +205,9 @@ int64_t PyVectorPool::StepInto(py::handle actions_in, py::array obs, py::array r
 
 PyVectorPool::CheckedSend PyVectorPool::CheckSend(py::handle actions_in, py::handle env_ids_in) {
   CheckedSend send{CheckEnvIds(env_ids_in), py::array()};
-  send.actions = actions_.Check(actions_in, send.ids.shape(0), send.ids.data());
+  const int64_t agents = pool_->num_agents();  // an env's action rows; messages name rows then
+  send.actions = actions_.Check(actions_in, send.ids.shape(0) * agents,
+                                agents == 1 ? send.ids.data() : nullptr);
   return send;
 }
 
@@ -281,7 +284,7 @@ py::array PyVectorPool::FinalObs() {
 
 py::array_t<bool> PyVectorPool::AgentActive() {
   CheckOpen();
-  const int64_t rows = Rows();
+  const int64_t rows = pool_->stats_rows() * pool_->num_agents();  // the last Step's or Recv's
   py::array_t<bool> out(static_cast<py::ssize_t>(rows));
   std::memcpy(out.mutable_data(), pool_->agent_active(), static_cast<size_t>(rows));
   return out;

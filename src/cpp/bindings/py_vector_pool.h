@@ -158,8 +158,8 @@ class PyVectorPool {
   pid_t owner_pid_;  // the process whose threads run the pool
   std::unique_ptr<VectorPool> pool_;
   ActionChecker actions_;
-  ResultSlots step_slots_;            // num_envs rows: reset/step results
-  ResultSlots recv_slots_;            // batch_size rows: recv results
+  ResultSlots step_slots_;            // num_envs * num_agents rows: reset/step results
+  ResultSlots recv_slots_;            // batch_size * num_agents rows: recv results
   py::object last_obs_ = py::none();  // the obs array last handed out (partial resets copy it)
   std::atomic<bool> busy_{false};
   std::atomic<bool> closing_{false};  // set by Close(): every later call is refused

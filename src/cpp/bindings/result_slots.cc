@@ -14,9 +14,9 @@ size_t RoundUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 }  // namespace
 
-ResultSlots::ResultSlots(int64_t rows, const fb_spec& spec, bool with_env_ids)
+ResultSlots::ResultSlots(int64_t rows, const fb_spec& spec, int64_t env_ids)
     : rows_(rows),
-      with_env_ids_(with_env_ids),
+      env_ids_(env_ids),
       obs_row_bytes_(DTypeSize(spec.observation.dtype) * SpaceSize(spec.observation)),
       obs_dtype_(NumpyDType(spec.observation.dtype)),
       reward_dtype_(py::dtype::of<float>()),
@@ -41,7 +41,7 @@ Slot ResultSlots::Make() const {
   const size_t obs_bytes = RoundUp(n * static_cast<size_t>(obs_row_bytes_));
   const size_t reward_bytes = RoundUp(n * sizeof(float));
   const size_t flag_bytes = RoundUp(n);
-  const size_t ids_bytes = with_env_ids_ ? RoundUp(n * sizeof(int64_t)) : 0;
+  const size_t ids_bytes = RoundUp(static_cast<size_t>(env_ids_) * sizeof(int64_t));
   const size_t total = obs_bytes + reward_bytes + 2 * flag_bytes + ids_bytes;
   void* memory = std::aligned_alloc(kAlign, total == 0 ? kAlign : total);
   if (memory == nullptr) throw std::bad_alloc();
@@ -61,9 +61,11 @@ Slot ResultSlots::Make() const {
   slot.out.reward = reinterpret_cast<float*>(base + obs_bytes);
   slot.out.terminated = base + obs_bytes + reward_bytes;
   slot.out.truncated = base + obs_bytes + reward_bytes + flag_bytes;
-  if (with_env_ids_) {
+  if (env_ids_ > 0) {
     slot.env_ids_out = reinterpret_cast<int64_t*>(base + obs_bytes + reward_bytes + 2 * flag_bytes);
-    slot.env_ids = py::array(py::dtype::of<int64_t>(), batch, slot.env_ids_out, owner);
+    slot.env_ids = py::array(py::dtype::of<int64_t>(),
+                             std::vector<py::ssize_t>{static_cast<py::ssize_t>(env_ids_)},
+                             slot.env_ids_out, owner);
   }
   return slot;
 }

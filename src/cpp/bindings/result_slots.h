@@ -1,7 +1,7 @@
 // Result buffers of `_VectorPool.reset/step/recv`: each slot is one 64-byte-aligned allocation
 // holding a full set of batch arrays (obs [rows, *obs_shape], reward [rows] float32,
-// terminated and truncated [rows] bool; for recv also env_ids [rows] int64), handed to Python
-// as numpy views.
+// terminated and truncated [rows] bool; for recv also env_ids int64, one per env: [rows /
+// num_agents]), handed to Python as numpy views.
 //
 // Reuse contract: a slot is written again only when none of its arrays is referenced outside
 // its ResultSlots (every refcount is 1), so an array the caller holds never changes behind its
@@ -56,11 +56,11 @@ struct Slot {
   BatchOut Out() const { return out; }
 };
 
-// The slots of one row count (num_envs for reset/step, batch_size for recv, whose slots also
-// hold the env ids: `with_env_ids`).
+// The slots of one row count (num_envs * num_agents for reset/step, batch_size * num_agents for
+// recv, whose slots also hold `env_ids` ids: batch_size; 0 for reset/step).
 class ResultSlots {
  public:
-  ResultSlots(int64_t rows, const fb_spec& spec, bool with_env_ids = false);
+  ResultSlots(int64_t rows, const fb_spec& spec, int64_t env_ids = 0);
 
   // A slot nobody else references; allocates one (zeroed) when every slot is held. At most
   // kMaxSlots are kept for reuse; older ones live on only through the caller's arrays.
@@ -73,7 +73,7 @@ class ResultSlots {
   Slot Make() const;
 
   int64_t rows_;
-  bool with_env_ids_;
+  int64_t env_ids_;
   int64_t obs_row_bytes_;
   std::vector<py::ssize_t> obs_shape_;  // [rows, *obs_shape]
   py::dtype obs_dtype_, reward_dtype_, flag_dtype_;

@@ -46,12 +46,13 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   for (int32_t d = 0; d < spec_->observation.ndim; ++d) frame_bytes_ *= spec_->observation.shape[d];
   num_agents_ = NumAgents(spec_, api_->abi_version);
   obs_row_bytes_ = num_agents_ * frame_bytes_;  // an env's rows: one observation per agent
-  if (num_agents_ > 1 && (config.frame_stack != 1 || is_async())) {
+  if (num_agents_ > 1 && config.frame_stack != 1) {
+    // The message first: spec_ may belong to the block (block_spec), which destroy frees.
+    const std::string message = std::string(spec_->id) + " holds " + std::to_string(num_agents_) +
+                                " agents per env, and multi-agent envs step without "
+                                "frame_stack for now (frame_stack=1)";
     api_->destroy(block_);
-    throw std::invalid_argument(std::string(spec_->id) + " holds " + std::to_string(num_agents_) +
-                                " agents per env, and multi-agent envs step in sync mode "
-                                "without frame_stack for now (batch_size=num_envs, "
-                                "frame_stack=1)");
+    throw std::invalid_argument(message);
   }
   if (config.frame_stack != 1) {
     try {

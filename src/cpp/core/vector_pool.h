@@ -47,8 +47,10 @@
 // terminates or truncates is gone from the next step on, and its rows then read zeros (obs,
 // reward, flags) whatever the env wrote, with agent_active() false. The time limit truncates
 // every agent still in. The env's episode ends (statistics, autoreset as for one agent; its
-// return sums every agent's rewards) in the step that leaves no agent in. Sync mode only, and
-// without frame stacking (the constructor refuses both).
+// return sums every agent's rewards) in the step that leaves no agent in. Async mode works on
+// whole envs: Send takes A action rows per id, Recv writes A rows per env of the batch (reward
+// and flags [batch_size * A]) and agent_active() then has the batch's rows. No frame stacking
+// (the constructor refuses it).
 #ifndef FASTBATCH_CORE_VECTOR_POOL_H_
 #define FASTBATCH_CORE_VECTOR_POOL_H_
 
@@ -142,9 +144,12 @@ class VectorPool {
   int64_t frame_bytes() const { return frame_bytes_; }  // one observation of the env itself
   // Agents per env (ABI version 6; 1: a single-agent env). See "Multi-agent envs" above.
   int64_t num_agents() const { return num_agents_; }
-  // Multi-agent envs: per row (env * num_agents + agent), whether the agent took part in the
-  // last Step (or is in the episode the last Reset began for its env).
-  const uint8_t* agent_active() const { return agent_active_.data(); }
+  // Multi-agent envs: per row, whether the agent took part in the last Step (rows env *
+  // num_agents + agent; or is in the episode the last Reset began for its env) or Recv (rows
+  // position * num_agents + agent, stats_rows() * num_agents rows).
+  const uint8_t* agent_active() const {
+    return last_was_recv_ ? recv_active_.data() : agent_active_.data();
+  }
   // The envs' spec, its observation stacked when frame_stack() > 1.
   const fb_spec& spec() const { return *spec_; }
   AutoresetMode autoreset_mode() const { return mode_; }
@@ -414,6 +419,7 @@ class VectorPool {
   std::atomic<bool> async_failed_{false};  // some env_failed_ entry is set
   std::vector<int64_t> recv_ended_rows_;   // the rows of the last Recv with episode statistics
   std::vector<uint8_t> recv_done_, recv_final_obs_;
+  std::vector<uint8_t> recv_active_;  // [batch_size * A]: agent_active_ of the Recv's envs
   std::vector<double> recv_info_, recv_final_info_;
   std::vector<double> recv_return_, recv_time_;
   std::vector<int64_t> recv_length_;

@@ -46,6 +46,7 @@ void VectorPool::StartAsync(int threads) {
   const auto n = static_cast<size_t>(num_envs_);
   action_row_bytes_ = spec_->action.is_discrete ? 8 : DTypeSize(spec_->action.dtype);
   for (int32_t d = 0; d < spec_->action.ndim; ++d) action_row_bytes_ *= spec_->action.shape[d];
+  action_row_bytes_ *= num_agents_;  // an env's rows: one action per agent
   auto power_of_2 = [](int64_t at_least) {
     int64_t capacity = 1;
     while (capacity < at_least) capacity *= 2;
@@ -70,13 +71,15 @@ void VectorPool::StartAsync(int threads) {
   done_runs_ = std::make_unique<DoneRun[]>(capacity);
   stage_actions_.assign(n * static_cast<size_t>(action_row_bytes_), 0);
   stage_obs_.assign(n * static_cast<size_t>(obs_row_bytes_), 0);
-  stage_reward_.assign(n, 0.0f);
-  stage_terminated_.assign(n, 0);
-  stage_truncated_.assign(n, 0);
+  const size_t rows = n * static_cast<size_t>(num_agents_);  // reward and flags: one per agent
+  stage_reward_.assign(rows, 0.0f);
+  stage_terminated_.assign(rows, 0);
+  stage_truncated_.assign(rows, 0);
   env_errors_.resize(n);
   env_failed_.assign(n, 0);
   const auto b = static_cast<size_t>(batch_size_);
   recv_done_.assign(b, 0);
+  if (num_agents_ > 1) recv_active_.assign(b * static_cast<size_t>(num_agents_), 0);
   recv_return_.assign(b, 0.0);
   recv_length_.assign(b, 0);
   recv_time_.assign(b, 0.0);

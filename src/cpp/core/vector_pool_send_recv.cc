@@ -183,6 +183,7 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
   last_was_recv_ = true;
   auto* obs = static_cast<uint8_t*>(out.obs);
   const auto obs_row = static_cast<size_t>(obs_row_bytes_);
+  const auto agents = static_cast<size_t>(num_agents_);
   int64_t ended = 0;
   int64_t failed = -1;
   // One memcpy per array for each run. The episode statistics are zero but in the rows of
@@ -203,9 +204,12 @@ int64_t VectorPool::Recv(const BatchOut& out, int64_t* env_ids) {
     const auto k = static_cast<size_t>(first), at = static_cast<size_t>(j);
     const auto len = static_cast<size_t>(env_run.count);
     std::memcpy(obs + at * obs_row, stage_obs_.data() + k * obs_row, len * obs_row);
-    std::memcpy(out.reward + at, stage_reward_.data() + k, len * sizeof(float));
-    std::memcpy(out.terminated + at, stage_terminated_.data() + k, len);
-    std::memcpy(out.truncated + at, stage_truncated_.data() + k, len);
+    // Rewards and flags: one row per agent, env k's at [k * agents, (k + 1) * agents).
+    const size_t row_k = k * agents, row_at = at * agents, rows = len * agents;
+    std::memcpy(out.reward + row_at, stage_reward_.data() + row_k, rows * sizeof(float));
+    std::memcpy(out.terminated + row_at, stage_terminated_.data() + row_k, rows);
+    std::memcpy(out.truncated + row_at, stage_truncated_.data() + row_k, rows);
+    if (agents > 1) std::memcpy(recv_active_.data() + row_at, agent_active_.data() + row_k, rows);
     std::memcpy(recv_done_.data() + at, done_.data() + k, len);
     for (const void* hit = std::memchr(done_.data() + k, 1, len); hit != nullptr;) {
       const auto i = static_cast<size_t>(static_cast<const uint8_t*>(hit) - done_.data());

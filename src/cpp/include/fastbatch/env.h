@@ -73,7 +73,7 @@
 // the env no longer moves it, and the pool zeroes its rows and ignores its actions; the episode
 // ends when every agent has left, and the pool's time limit truncates all still in. Python sees
 // a batch of (env, agent) rows, env-major: `fastbatch.make_agents(id, num_envs)`. Multi-agent envs
-// declare no infos (refused at compile time), and the pool steps them in sync mode only.
+// declare no infos (refused at compile time) and take no frame stacking (the pool refuses it).
 //
 // Exporting from a plugin shared library (in one .cc file): `FASTBATCH_EXPORT_ENV(MyEnv)`, or
 // `FASTBATCH_EXPORT_ENVS(MyEnv, OtherEnv, ...)` for several envs in one library. Results are
