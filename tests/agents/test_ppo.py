@@ -5,14 +5,17 @@ exports and evaluates through the API and the CLI."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from fastbatch.cli import main as cli_main
 from fastbatch.ppo import PPOConfig, evaluate_saved, resolve, train
 from fastbatch.ppo.agent import Agent
+from fastbatch.ppo.rollout import Rollout
 from fastbatch.ppo.train import make_env
 
 pytestmark = pytest.mark.no_tsan  # worker processes
@@ -85,6 +88,10 @@ def test_steps_count_agent_rows_and_the_run_trains_exports_and_evaluates(tmp_pat
     assert np.isfinite(result["train_return"]) and np.isfinite(result["eval_return"])
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["pettingzoo"] is True
+    events = EventAccumulator(str(tmp_path))
+    events.Reload()
+    names = [f"episode/return/agent_{k}" for k in range(3)]  # DyingAgents' agents
+    assert set(names) <= set(events.Tags()["scalars"])
     returns = evaluate_saved(tmp_path / "policy", config.env_id, 4, pettingzoo=True)
     assert len(returns) == 4 and all(np.isfinite(returns))
     assert (
@@ -93,6 +100,17 @@ def test_steps_count_agent_rows_and_the_run_trains_exports_and_evaluates(tmp_pat
         ]
         == 4 * 4 * 3 * 16
     )
+
+
+def test_per_agent_returns_average_each_agents_recent_episodes():
+    # The last window * 3 agents = 6 episodes: agent a's 3.0, 5.0 and b's 2.0, 4.0, 6.0, 8.0.
+    books = SimpleNamespace(
+        agent_names=("a", "b", "c"),
+        episode_returns=[100.0, 1.0, 3.0, 2.0, 4.0, 5.0, 6.0, 8.0],
+        episode_agents=[2, 0, 0, 1, 1, 0, 1, 1],
+    )
+    assert Rollout.agent_returns(books, 2) == {"a": 4.0, "b": 5.0}  # c: none recent
+    assert Rollout.agent_returns(SimpleNamespace(agent_names=()), 2) == {}
 
 
 def test_fastbatch_eval_plays_a_pettingzoo_policy_as_its_run_did(tmp_path, capsys):

@@ -41,7 +41,8 @@ class Rollout:
     ``obs_shape`` (``[N, *shape]``) and ``obs_dtype`` (the env's observation dtype, numpy's)
     describe the storage's rows and what :meth:`step` returns. ``use_op=False`` keeps the rollout
     op out (numpy_function paths only: for comparisons). Episodes that end are recorded in
-    ``episode_returns``/``episode_lengths`` (in order)."""
+    ``episode_returns``/``episode_lengths`` (in order) and, in a batch of agents, each one's
+    agent (its row's index in the env, ``row % num_agents``) in ``episode_agents``."""
 
     def __init__(self, env, steps: int, *, use_op: bool = True):
         self.env = env
@@ -74,6 +75,8 @@ class Rollout:
         self.tensors = {k: as_tensor(v) for k, v in self.arrays.items()}  # aliases, no copies
         self.episode_returns: list[float] = []
         self.episode_lengths: list[int] = []
+        self.episode_agents: list[int] = []  # a batch of agents only
+        self.agent_names: tuple[str, ...] = tuple(env.possible_agents) if self.masked else ()
         native = isinstance(env, fastbatch.NativeVectorEnv)
         # Rows of obs[t] are 64-byte aligned when a row of N observations is a multiple of 64
         # bytes: then the pool writes each step straight into the storage (step_into).
@@ -166,7 +169,24 @@ class Rollout:
             done = info["_" + key]
             self.episode_returns.extend(info[key]["r"][done].tolist())
             self.episode_lengths.extend(info[key]["l"][done].tolist())
+            if self.masked:
+                self.episode_agents.extend((np.flatnonzero(done) % len(self.agent_names)).tolist())
         done = terminated | truncated
         if self.masked:  # a row that sat out may begin its agent's next episode at obs[t + 1]
             done = done | ~s["active"][t]
         return s["obs"][t + 1], done
+
+    def agent_returns(self, window: int) -> dict[str, float]:
+        """A batch of agents: per agent, the mean return of its episodes among the last
+        ``window * num_agents`` recorded (about `window` each), as ``{name: mean}``; agents with
+        none there are left out. Empty for other envs."""
+        if not self.agent_names:
+            return {}
+        recent = window * len(self.agent_names)
+        returns = np.asarray(self.episode_returns[-recent:], np.float64)
+        agents = np.asarray(self.episode_agents[-recent:], np.int64)
+        return {
+            name: float(returns[agents == k].mean())
+            for k, name in enumerate(self.agent_names)
+            if (agents == k).any()
+        }

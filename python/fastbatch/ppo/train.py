@@ -243,6 +243,8 @@ def _run(config, logdir, sync, resume, total_steps, progress, max_updates, start
                     "episode/length": float(np.mean(lengths)) if window else float("nan"),
                 }
             )
+            for name, value in agent.rollout.agent_returns(config.return_window).items():
+                metrics[f"episode/return/{name}"] = value  # this worker's episodes
             summaries(env_steps, metrics)
             curve.writerow([env_steps, f"{seconds:.3f}", f"{mean_return:.4f}"])
             bar.update(steps_per_update, ret=f"{mean_return:.1f}", sps=f"{metrics['sps']:.0f}")
