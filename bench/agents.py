@@ -19,6 +19,8 @@ by default) with the same pre-drawn actions (one Discrete(5) action a row):
                               the C++ pool: not the same env, so compare it as the native path's
                               rate, not as a like-for-like port
   native Spread-v0 x --big    the same with --big envs (256 by default) in one batch
+  ... async                   the --big envs in async mode, batch_size=--big / 2 envs: each
+                              step sends the envs of the last recv and receives half of them
 Rates are agent steps/s (rows x batch steps / s), medians of interleaved timed runs under
 bench/_harness.py's rules, printed after the run's metadata; `vs supersuit` is the ratio to
 SuperSuit's rate. Needs `pip install '.[agents,bench]'` (pettingzoo, mpe2, supersuit).
@@ -119,6 +121,14 @@ def main(argv=None) -> int:
             "Spread-v0", args.big, num_workers=args.workers, seed=0, agents=agents
         )
         built.append(big)
+        half = args.big // 2
+        big_async = fastbatch.make_agents(
+            "Spread-v0", args.big, num_workers=args.workers, seed=0, agents=agents, batch_size=half
+        )
+        built.append(big_async)
+        big_async.reset()
+        big_async.step(harness.action_table(big.single_action_space, big.num_envs, count=1)[0])
+        half_table = harness.action_table(big.single_action_space, half * agents)
         big_table = harness.action_table(big.single_action_space, big.num_envs)
         for env in (fast, procs, native, big):
             env.reset()
@@ -131,6 +141,9 @@ def main(argv=None) -> int:
             "fastbatch native Spread-v0": harness.Loop(native.step, table, rows, budget),
             f"native Spread-v0 x{args.big}": harness.Loop(
                 big.step, big_table, big.num_envs, budget
+            ),
+            f"native x{args.big} async": harness.Loop(
+                big_async.step, half_table, half * agents, budget
             ),
         }
         print(run.header())

@@ -20,6 +20,10 @@ Sections:
             MLP from the last observations (sync: step then policy; async: recv, policy of
             those rows, send), the work that async mode's threads overlap.
   process   the process backend (gymnasium's CartPole-v1, default layout) idle and busy.
+  minatar   MinAtar Breakout-v1 and Asterix-v1 (the `minatar` package, ~20-30 us a step) at 8
+            and 64 envs, idle and busy: the process backend (default layout) against gymnasium's
+            SyncVectorEnv in this process, alternating runs, medians (issue 28's bar: at least
+            1.0x with one core busy).
   latency   microseconds per batch step with 1 env (CartPole); the CPU an idle pool uses.
 
 Every rate is env steps per second (batch steps x rows per batch), actions drawn before timing,
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import subprocess
 import sys
 import time
@@ -44,6 +49,8 @@ import fastbatch
 
 SYNC_ENVS = ["CartPole-v1", "Pendulum-v1", "Acrobot-v1"]
 SIZES = [256, 4096]
+MINATAR = ["MinAtar/Breakout-v1", "MinAtar/Asterix-v1"]
+MINATAR_SIZES = [8, 64]
 VARIABLE = "_TestVariableCost-v0"
 VARIABLE_SIZES = [16, 256]
 # The variable-cost env with stalls: 1% of its steps sleep 1 ms (an env that waits on I/O or
@@ -221,6 +228,39 @@ def process_rate(num_envs: int, budget, repeats) -> float:
         env.close()
 
 
+def minatar_section(load: str, budget, repeats) -> list[dict]:
+    """The process backend against gymnasium's SyncVectorEnv on MinAtar, one row an env and
+    size (`load`: "idle" or "busy", for the table)."""
+    import gymnasium
+
+    from fastbatch.env_packages import register_package_for
+
+    rows = []
+    for env_id in MINATAR:
+        register_package_for(env_id)  # MinAtar's ids exist once minatar.gym registers them
+        for n in MINATAR_SIZES:
+            ours = fastbatch.make(env_id, n, backend="process", seed=0)
+            theirs = gymnasium.make_vec(env_id, n, vectorization_mode="sync")
+            try:
+                ours.reset()
+                theirs.reset(seed=0)
+                actions = harness.action_table(ours.single_action_space, n)
+                a, b, _ = compare(
+                    Stepper(ours, n, ours.step, actions, budget),
+                    Stepper(theirs, n, theirs.step, actions, budget),
+                    repeats,
+                )
+            finally:
+                ours.close()
+                theirs.close()
+            rows.append({"load": load, "env": env_id, "num_envs": n, "process": a, "sync": b})
+            print(
+                MINATAR_TABLE.row(load, env_id, n, fmt(a), fmt(b), harness.format_ratio(a, b)),
+                flush=True,
+            )
+    return rows
+
+
 def latency_us(budget, repeats) -> float:
     env = fastbatch.make("CartPole-v1", 1, seed=0)
     try:
@@ -258,6 +298,9 @@ ASYNC_TABLE = harness.Table(
 PROCESS_TABLE = harness.Table(
     ("process backend, CartPole-v1", -30), ("N", 6), ("idle", 10), ("busy", 10), ("ratio", 9)
 )
+MINATAR_TABLE = harness.Table(
+    ("load", -6), ("env", -20), ("N", 6), ("process", 10), ("Sync", 10), ("ratio", 9)
+)
 
 
 def main(argv=None) -> int:
@@ -267,7 +310,7 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="short budgets and fewer repeats")
     parser.add_argument("--repeats", type=int, default=None, help="timed runs per cell")
     parser.add_argument("--budget", type=float, default=None, help="seconds per timed run")
-    parser.add_argument("--sections", default="sync,async,process,latency")
+    parser.add_argument("--sections", default="sync,async,process,minatar,latency")
     parser.add_argument("--json", default="bench/results/contention.json")
     args = parser.parse_args(argv)
     repeats = args.repeats or (3 if args.quick else 7)
@@ -304,6 +347,14 @@ def main(argv=None) -> int:
             results["process"].append({"num_envs": n, "idle": idle, "busy": loaded})
             ratio = harness.format_ratio(loaded, idle)
             print(PROCESS_TABLE.row("", n, fmt(idle), fmt(loaded), ratio))
+    if "minatar" in sections and importlib.util.find_spec("minatar") is None:
+        print("\nminatar section skipped: pip install minatar")
+    elif "minatar" in sections:
+        print("\n" + MINATAR_TABLE.header())
+        rows = minatar_section("idle", budget, repeats)
+        with busy_core(busy):
+            rows += minatar_section("busy", budget, repeats)
+        results["minatar"] = rows
     if "latency" in sections:
         us = latency_us(budget, repeats)
         cpu = idle_cpu()
