@@ -54,6 +54,12 @@ NO_IDLE_ENVS = (
     "no env is waiting for actions: the envs of the last recv() were already sent; "
     "recv() first (or pass env_ids)"
 )
+NO_IDS = np.empty(0, dtype=np.int64)  # async: no env waits for actions (the idle ids then)
+NO_IDS.flags.writeable = False
+STEP_WHILE_PENDING = "step() while a send() is pending; recv() it first"
+SEND_TWICE = "send() twice without recv()"
+SYNC_SEND_ALL = "in sync mode (batch_size == num_envs) send() steps every env"
+RECV_WITHOUT_SEND = "recv() without a pending send()"
 FORKED = (
     "this fastbatch env was created in process {owner} and cannot be used after fork (this is "
     "process {pid}, a fork of it): its workers serve the parent only. Make a new env in the "
@@ -262,7 +268,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
                 self._broken = True
                 raise
         if self._pending_actions is not None:
-            raise AsyncStateError("step() while a send() is pending; recv() it first")
+            raise AsyncStateError(STEP_WHILE_PENDING)
         if self._disabled:
             return self._sync_step(actions)
         try:  # the hot path, kept to one call into the backend
@@ -292,9 +298,9 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
             self._check_stepable()  # raises the rule's error
         if self.batch_size == self.num_envs:
             if self._pending_actions is not None:
-                raise AsyncStateError("send() twice without recv()")
+                raise AsyncStateError(SEND_TWICE)
             if env_ids is not None and not np.array_equal(np.asarray(env_ids), self._all_ids):
-                raise ValueError("in sync mode (batch_size == num_envs) send() steps every env")
+                raise ValueError(SYNC_SEND_ALL)
             self._pending_actions = actions
             return
         try:
@@ -310,7 +316,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
             self._check_stepable()  # raises the rule's error
         if self.batch_size == self.num_envs:
             if self._pending_actions is None:
-                raise AsyncStateError("recv() without a pending send()")
+                raise AsyncStateError(RECV_WITHOUT_SEND)
             actions, self._pending_actions = self._pending_actions, None
             result = self._sync_step(actions)
             result[4]["env_id"] = self._all_ids

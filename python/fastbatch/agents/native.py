@@ -35,7 +35,15 @@ from fastbatch._args import (
     seed_list,
     worker_count,
 )
-from fastbatch._base import CLOSED, NO_IDLE_ENVS
+from fastbatch._base import (
+    CLOSED,
+    NO_IDLE_ENVS,
+    NO_IDS,
+    RECV_WITHOUT_SEND,
+    SEND_TWICE,
+    STEP_WHILE_PENDING,
+    SYNC_SEND_ALL,
+)
 from fastbatch.agents.episodes import AgentEpisodes
 from fastbatch.agents.rows import checked_actions, final_obs_rows
 from fastbatch.agents.spec import AgentSpec
@@ -43,9 +51,6 @@ from fastbatch.errors import AsyncStateError, ClosedEnvError, EnvError, PluginEr
 from fastbatch.registry import REGISTRY, spec_from_dict
 
 __all__ = ["NativeAgentsVectorEnv", "is_native_agents_id"]
-
-_NO_IDS = np.empty(0, dtype=np.int64)  # async: no env waits for actions
-_NO_IDS.flags.writeable = False
 
 
 def is_native_agents_id(env_id: Any) -> bool:
@@ -139,7 +144,9 @@ class NativeAgentsVectorEnv(gymnasium.vector.VectorEnv):
         self._act_shape = (self.num_envs, *spec.action_space.shape)
         self._episodes = AgentEpisodes(self.num_envs, agents, stats_key)
         self._ended = np.zeros(count, np.bool_)  # envs whose episode ended in their last step
-        self._active = np.ones(self.num_envs, np.bool_)  # each row's latest info["active"]
+        # Async mode: each row's latest info["active"] (a reset cannot read the pool's books of
+        # envs in flight); sync mode reads the pool's.
+        self._active = np.ones(self.num_envs, np.bool_)
         self._all_ids = np.arange(count, dtype=np.int64)
         self._agent_rows = np.arange(agents, dtype=np.int64)
         self._idle_ids = self._all_ids  # async: the envs the next send() without env_ids steps
@@ -192,7 +199,6 @@ class NativeAgentsVectorEnv(gymnasium.vector.VectorEnv):
             active = self._active.copy()
         else:
             active = self._pool.agent_active()
-            self._active[:] = active
         return obs, {"active": active}
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -206,7 +212,7 @@ class NativeAgentsVectorEnv(gymnasium.vector.VectorEnv):
                 raise AsyncStateError(NO_IDLE_ENVS)
             return self._result(*self._pool.send_recv(self._checked(actions, len(ids)), ids))
         if self._pending is not None:
-            raise AsyncStateError("step() while a send() is pending; recv() it first")
+            raise AsyncStateError(STEP_WHILE_PENDING)
         obs, reward, terminated, truncated, ended = self._pool.step(
             self._checked(actions, self.num_parallel_envs)
         )
@@ -220,9 +226,9 @@ class NativeAgentsVectorEnv(gymnasium.vector.VectorEnv):
         self._check_open()
         if not self.is_async:
             if self._pending is not None:
-                raise AsyncStateError("send() twice without recv()")
+                raise AsyncStateError(SEND_TWICE)
             if env_ids is not None and not np.array_equal(np.asarray(env_ids), self._all_ids):
-                raise ValueError("in sync mode (batch_size == num_envs) send() steps every env")
+                raise ValueError(SYNC_SEND_ALL)
             self._pending = self._checked(actions, self.num_parallel_envs)
             return
         ids = self._idle_ids if env_ids is None else env_ids
@@ -230,7 +236,7 @@ class NativeAgentsVectorEnv(gymnasium.vector.VectorEnv):
             raise AsyncStateError(NO_IDLE_ENVS)
         self._pool.send(self._checked(actions, len(ids)), ids)
         if env_ids is None:
-            self._idle_ids = _NO_IDS
+            self._idle_ids = NO_IDS
 
     def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Waits for the first ``batch_size`` sent envs to finish and returns their agent rows
@@ -240,7 +246,7 @@ class NativeAgentsVectorEnv(gymnasium.vector.VectorEnv):
         if self.is_async:
             return self._result(*self._pool.recv())
         if self._pending is None:
-            raise AsyncStateError("recv() without a pending send()")
+            raise AsyncStateError(RECV_WITHOUT_SEND)
         actions, self._pending = self._pending, None
         obs, reward, terminated, truncated, ended = self._pool.step(actions)
         result = self._result(obs, reward, terminated, truncated, None, ended)
@@ -276,7 +282,6 @@ class NativeAgentsVectorEnv(gymnasium.vector.VectorEnv):
             reset_rows = np.repeat(was_ended, agents)
         if ids is None:
             self._ended = env_ended
-            self._active[:] = active
         else:
             self._ended[ids] = env_ended
             self._active[rows] = active

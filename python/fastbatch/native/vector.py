@@ -24,7 +24,7 @@ from fastbatch._args import (
     seed_list,
     worker_count,
 )
-from fastbatch._base import NO_IDLE_ENVS, BatchVectorEnv
+from fastbatch._base import NO_IDLE_ENVS, NO_IDS, BatchVectorEnv
 from fastbatch._infos import add_info, episode_info, numeric_info
 from fastbatch.errors import AsyncStateError, EnvError, PluginError
 from fastbatch.native.attrs import NativeAttributes, check_render_mode
@@ -32,8 +32,6 @@ from fastbatch.registry import REGISTRY, RegisteredEnv, spec_from_dict
 
 __all__ = ["NativeVectorEnv", "RolloutBinding"]
 
-_NO_IDS = np.empty(0, dtype=np.int64)  # async: no env waits for actions
-_NO_IDS.flags.writeable = False
 
 # Envs still open at interpreter exit are closed before Python's finalization starts: once it
 # has, a pool thread that takes the GIL (a MuJoCo timer or callback set from Python, while
@@ -194,7 +192,7 @@ class NativeVectorEnv(BatchVectorEnv):
             self._check_disabled_autoreset(np.asarray(ids, dtype=np.int64))
         self._pool.send(actions, ids)
         if env_ids is None:
-            self._idle_ids = _NO_IDS
+            self._idle_ids = NO_IDS
 
     def _recv_envs(self):
         return self._recv_result(*self._pool.recv())

@@ -31,7 +31,7 @@ from fastbatch._args import (
     seed_list,
     worker_count,
 )
-from fastbatch._base import BatchVectorEnv
+from fastbatch._base import RECV_WITHOUT_SEND, BatchVectorEnv
 from fastbatch.errors import AsyncStateError
 from fastbatch.process import wrapping
 from fastbatch.process.results import ResultReader
@@ -349,7 +349,7 @@ class ProcessVectorEnv(BatchVectorEnv):
 
     def _recv_envs(self):
         if not self._in_flight:
-            raise AsyncStateError("recv() without a pending send()")
+            raise AsyncStateError(RECV_WITHOUT_SEND)
         workers = self._workers
         block = self.num_envs // workers.num_workers
         need = self.batch_size // block
