@@ -23,7 +23,8 @@ Sections:
   minatar   MinAtar Breakout-v1 and Asterix-v1 (the `minatar` package, ~20-30 us a step) at 8
             and 64 envs, idle and busy: the process backend (default layout) against gymnasium's
             SyncVectorEnv in this process, alternating runs, medians (issue 28's bar: at least
-            1.0x with one core busy).
+            1.0x with one core busy). `--layouts`: also the process backend with one worker
+            process (`num_workers=1`) and with a process for every block (`in_parent=False`).
   latency   microseconds per batch step with 1 env (CartPole); the CPU an idle pool uses.
 
 Every rate is env steps per second (batch steps x rows per batch), actions drawn before timing,
@@ -51,6 +52,12 @@ SYNC_ENVS = ["CartPole-v1", "Pendulum-v1", "Acrobot-v1"]
 SIZES = [256, 4096]
 MINATAR = ["MinAtar/Breakout-v1", "MinAtar/Asterix-v1"]
 MINATAR_SIZES = [8, 64]
+# The process backend's layouts the minatar section can time (`--layouts`: all of them).
+MINATAR_LAYOUTS = {
+    "default": {},
+    "num_workers=1": {"num_workers": 1},
+    "in_parent=False": {"in_parent": False},
+}
 VARIABLE = "_TestVariableCost-v0"
 VARIABLE_SIZES = [16, 256]
 # The variable-cost env with stalls: 1% of its steps sleep 1 ms (an env that waits on I/O or
@@ -228,9 +235,10 @@ def process_rate(num_envs: int, budget, repeats) -> float:
         env.close()
 
 
-def minatar_section(load: str, budget, repeats) -> list[dict]:
-    """The process backend against gymnasium's SyncVectorEnv on MinAtar, one row an env and
-    size (`load`: "idle" or "busy", for the table)."""
+def minatar_section(load: str, budget, repeats, layouts=("default",)) -> list[dict]:
+    """The process backend (in each of `layouts`, names of MINATAR_LAYOUTS) against gymnasium's
+    SyncVectorEnv on MinAtar, one row an env, size and layout (`load`: "idle" or "busy", for
+    the table)."""
     import gymnasium
 
     from fastbatch.env_packages import register_package_for
@@ -238,8 +246,9 @@ def minatar_section(load: str, budget, repeats) -> list[dict]:
     rows = []
     for env_id in MINATAR:
         register_package_for(env_id)  # MinAtar's ids exist once minatar.gym registers them
-        for n in MINATAR_SIZES:
-            ours = fastbatch.make(env_id, n, backend="process", seed=0)
+        for n, layout in [(n, name) for n in MINATAR_SIZES for name in layouts]:
+            kwargs = MINATAR_LAYOUTS[layout]
+            ours = fastbatch.make(env_id, n, backend="process", seed=0, **kwargs)
             theirs = gymnasium.make_vec(env_id, n, vectorization_mode="sync")
             try:
                 ours.reset()
@@ -253,10 +262,13 @@ def minatar_section(load: str, budget, repeats) -> list[dict]:
             finally:
                 ours.close()
                 theirs.close()
-            rows.append({"load": load, "env": env_id, "num_envs": n, "process": a, "sync": b})
+            rows.append(
+                {"load": load, "env": env_id, "num_envs": n, "layout": layout}
+                | {"process": a, "sync": b}
+            )
+            ratio = harness.format_ratio(a, b)
             print(
-                MINATAR_TABLE.row(load, env_id, n, fmt(a), fmt(b), harness.format_ratio(a, b)),
-                flush=True,
+                MINATAR_TABLE.row(load, env_id, n, f"  {layout}", fmt(a), fmt(b), ratio), flush=True
             )
     return rows
 
@@ -299,7 +311,13 @@ PROCESS_TABLE = harness.Table(
     ("process backend, CartPole-v1", -30), ("N", 6), ("idle", 10), ("busy", 10), ("ratio", 9)
 )
 MINATAR_TABLE = harness.Table(
-    ("load", -6), ("env", -20), ("N", 6), ("process", 10), ("Sync", 10), ("ratio", 9)
+    ("load", -6),
+    ("env", -20),
+    ("N", 6),
+    ("  layout", -17),
+    ("process", 10),
+    ("Sync", 10),
+    ("ratio", 9),
 )
 
 
@@ -311,6 +329,9 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=None, help="timed runs per cell")
     parser.add_argument("--budget", type=float, default=None, help="seconds per timed run")
     parser.add_argument("--sections", default="sync,async,process,minatar,latency")
+    parser.add_argument(
+        "--layouts", action="store_true", help="minatar: every process-backend layout"
+    )
     parser.add_argument("--json", default="bench/results/contention.json")
     args = parser.parse_args(argv)
     repeats = args.repeats or (3 if args.quick else 7)
@@ -351,9 +372,10 @@ def main(argv=None) -> int:
         print("\nminatar section skipped: pip install minatar")
     elif "minatar" in sections:
         print("\n" + MINATAR_TABLE.header())
-        rows = minatar_section("idle", budget, repeats)
+        layouts = tuple(MINATAR_LAYOUTS) if args.layouts else ("default",)
+        rows = minatar_section("idle", budget, repeats, layouts)
         with busy_core(busy):
-            rows += minatar_section("busy", budget, repeats)
+            rows += minatar_section("busy", budget, repeats, layouts)
         results["minatar"] = rows
     if "latency" in sections:
         us = latency_us(budget, repeats)
