@@ -102,11 +102,15 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
 
 def backend_for(env: Any, backend: str | None = None) -> str:
     """The backend ``make(env, backend=backend)`` steps `env` with: ``backend`` if given, else
-    "native" for a native id (gymnasium's MuJoCo v5 ids included), "process" otherwise."""
+    "native" for a native id (gymnasium's MuJoCo v5 ids included, and the ids of an installed
+    native env package such as fastbatch-atari, registered here on first use), "process"
+    otherwise."""
     if backend not in (None, "native", "process"):
         raise ValueError(f"backend must be 'native', 'process' or None, got {backend!r}")
     if backend is not None:
         return backend
+    if not REGISTRY.has(env) and not mujoco.is_mujoco_id(env):
+        env_packages.register_native_package_for(env)  # e.g. fastbatch-atari for "ALE/" ids
     return "native" if REGISTRY.has(env) or mujoco.is_mujoco_id(env) else "process"
 
 

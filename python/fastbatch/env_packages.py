@@ -9,6 +9,11 @@ install when the package is missing. `load_plugins` and `run_imports` carry out 
 config's ``plugins`` and ``imports`` (`load_env_sources`; the ``fastbatch`` command's
 ``--plugin`` and ``--import``). Each is done once a process: loading again is a no-op.
 
+Native env packages (e.g. ``fastbatch-atari``, a separate GPL package) declare themselves by a
+``fastbatch.envs`` entry point naming a module with ``ID_PREFIXES`` and ``register()``;
+`register_native_package_for` registers the one that owns an id (`fastbatch.make` asks before
+choosing a backend), so its ids become native ids.
+
 Ids registered here live in this process's gymnasium registry, which the process backend
 carries to its workers (`fastbatch.process.gym_registry`), so they need no registration there.
 """
@@ -19,6 +24,7 @@ import dataclasses
 import importlib
 import os
 from collections.abc import Iterable
+from importlib import metadata
 from typing import Any
 
 import gymnasium
@@ -31,6 +37,7 @@ __all__ = [
     "EnvPackage",
     "load_env_sources",
     "load_plugins",
+    "register_native_package_for",
     "register_package_for",
     "run_imports",
 ]
@@ -61,6 +68,8 @@ KNOWN_PACKAGES = (
 
 _LOADED_PLUGINS: set[str] = set()  # absolute paths
 _RUN_IMPORTS: set[str] = set()  # "module" or "module:function", as given
+_REGISTERED_PACKAGES: set[str] = set()  # native env packages' modules, registered
+_NATIVE_PACKAGES: tuple[metadata.EntryPoint, ...] | None = None  # read once a process
 
 
 def register_package_for(env_id: str) -> EnvPackage | None:
@@ -85,6 +94,41 @@ def register_package_for(env_id: str) -> EnvPackage | None:
     if package.register is not None and not any(package.owns(name) for name in gymnasium.registry):
         getattr(module, package.register)()
     return package
+
+
+def register_native_package_for(env_id: Any) -> str | None:
+    """Registers the installed native env package that owns `env_id` (an entry point of the
+    ``fastbatch.envs`` group whose module's ``ID_PREFIXES`` start it; its ``register()`` runs
+    once a process) and returns the package's module name; None when none owns it. Raises
+    ``fastbatch.UnknownEnvError`` with the package's own message when a package it needs is
+    missing (e.g. ale-py's ROMs), ``fastbatch.PluginError`` naming the package when it fails
+    otherwise."""
+    if not isinstance(env_id, str):
+        return None
+    for entry in _native_packages():
+        try:
+            module = entry.load()
+            owns = env_id.startswith(tuple(getattr(module, "ID_PREFIXES", ())))
+            if owns and entry.value not in _REGISTERED_PACKAGES:
+                module.register()
+                _REGISTERED_PACKAGES.add(entry.value)
+        except ImportError as exc:  # a package it needs is missing: its message names it
+            raise UnknownEnvError(f"{env_id!r}: {exc}") from exc
+        except Exception as exc:
+            raise PluginError(
+                f"the native env package {entry.value!r} ({entry.name} in the fastbatch.envs "
+                f"entry points) failed to load: {type(exc).__name__}: {exc}"
+            ) from exc
+        if owns:
+            return entry.value
+    return None
+
+
+def _native_packages() -> tuple[metadata.EntryPoint, ...]:
+    global _NATIVE_PACKAGES
+    if _NATIVE_PACKAGES is None:
+        _NATIVE_PACKAGES = tuple(metadata.entry_points(group="fastbatch.envs"))
+    return _NATIVE_PACKAGES
 
 
 def load_plugins(paths: Iterable[str | os.PathLike]) -> list[str]:

@@ -37,6 +37,9 @@ CLASSIC_CONTROL = (
 )
 
 
+_ENTRY_POINT = "fastbatch.native.single:NativeEnv"
+
+
 def gymnasium_id(env_id: str) -> str:
     """The gymnasium id of a native id: ``fastbatch/<id>`` (an id with a namespace keeps it)."""
     return env_id if "/" in env_id else f"{NAMESPACE}/{env_id}"
@@ -53,7 +56,9 @@ def add_native_env(
     """Registers a native env type (`_core._EnvType`) under `env_id` (default: its spec's id),
     replacing any entry of that id, with fastbatch and, unless the id starts with '_', with
     gymnasium as ``fastbatch/<id>`` (`gymnasium.make` gives a single env,
-    `fastbatch.native.single.NativeEnv`; `gymnasium.make_vec` a fastbatch vector env).
+    `fastbatch.native.single.NativeEnv`; `gymnasium.make_vec` a fastbatch vector env). A
+    namespaced id is its own gymnasium id; one that gymnasium has from another package (e.g.
+    ale-py's ``ALE/Pong-v5``) stays that package's.
 
     ``defaults`` override the declared param defaults (checked as make()'s keyword arguments
     are); the registered spec is the spec for those defaults (spaces and limit included).
@@ -114,11 +119,15 @@ def _spec(env_type: Any, env_id: str, defaults: dict[str, Any], renderer: str | 
 def _register_with_gymnasium(spec: NativeEnvSpec, max_episode_steps: int | None) -> None:
     gym_id = gymnasium_id(spec.id)
     if gym_id in gymnasium.registry:
+        if gymnasium.registry[gym_id].entry_point != _ENTRY_POINT:
+            # Another package's env of this id (a namespaced native id such as fastbatch-atari's
+            # "ALE/Pong-v5" is gymnasium's id as it is): gymnasium.make keeps making that env.
+            return
         del gymnasium.registry[gym_id]
     # Entry points as strings (so specs serialise and compare equal), the id as a kwarg.
     gymnasium.register(
         id=gym_id,
-        entry_point="fastbatch.native.single:NativeEnv",
+        entry_point=_ENTRY_POINT,
         vector_entry_point="fastbatch.api:make_vector",
         max_episode_steps=max_episode_steps,
         reward_threshold=spec.reward_threshold,

@@ -150,6 +150,10 @@ class Rng {
     }
   }
 
+  // The state this Rng draws from (read-only): e.g. for an env that must see whether the pool
+  // seeded it again since the env last looked (an unseeded reset leaves it as the env left it).
+  const fb_rng& State() const { return *state_; }
+
  private:
   bool Owns() const { return state_ == &own_; }
 

@@ -1,0 +1,128 @@
+// The games of gymnasium's ALE v5 ids, as ale-py 0.12.1 registers them (`ale_py.registration.
+// register_v5_envs`: every ROM id but the multi-player-only combat, joust, maze_craze and
+// warlords), each with the CamelCase name of its id, "ALE/<name>-v5". tests/atari checks this list
+// against the installed ale-py's registry.
+#ifndef FASTBATCH_ATARI_GAMES_H_
+#define FASTBATCH_ATARI_GAMES_H_
+
+#include <cstddef>
+
+namespace fastbatch_atari {
+
+struct Game {
+  const char* rom;   // ale-py's ROM id: the ROM file is <rom>.bin
+  const char* name;  // the id's name
+};
+
+inline constexpr Game kGames[] = {
+    {"adventure", "Adventure"},
+    {"air_raid", "AirRaid"},
+    {"alien", "Alien"},
+    {"amidar", "Amidar"},
+    {"assault", "Assault"},
+    {"asterix", "Asterix"},
+    {"asteroids", "Asteroids"},
+    {"atlantis2", "Atlantis2"},
+    {"atlantis", "Atlantis"},
+    {"backgammon", "Backgammon"},
+    {"bank_heist", "BankHeist"},
+    {"basic_math", "BasicMath"},
+    {"battle_zone", "BattleZone"},
+    {"beam_rider", "BeamRider"},
+    {"berzerk", "Berzerk"},
+    {"blackjack", "Blackjack"},
+    {"bowling", "Bowling"},
+    {"boxing", "Boxing"},
+    {"breakout", "Breakout"},
+    {"carnival", "Carnival"},
+    {"casino", "Casino"},
+    {"centipede", "Centipede"},
+    {"chopper_command", "ChopperCommand"},
+    {"crazy_climber", "CrazyClimber"},
+    {"crossbow", "Crossbow"},
+    {"darkchambers", "Darkchambers"},
+    {"defender", "Defender"},
+    {"demon_attack", "DemonAttack"},
+    {"donkey_kong", "DonkeyKong"},
+    {"double_dunk", "DoubleDunk"},
+    {"earthworld", "Earthworld"},
+    {"elevator_action", "ElevatorAction"},
+    {"enduro", "Enduro"},
+    {"entombed", "Entombed"},
+    {"et", "Et"},
+    {"fishing_derby", "FishingDerby"},
+    {"flag_capture", "FlagCapture"},
+    {"freeway", "Freeway"},
+    {"frogger", "Frogger"},
+    {"frostbite", "Frostbite"},
+    {"galaxian", "Galaxian"},
+    {"gopher", "Gopher"},
+    {"gravitar", "Gravitar"},
+    {"hangman", "Hangman"},
+    {"haunted_house", "HauntedHouse"},
+    {"hero", "Hero"},
+    {"human_cannonball", "HumanCannonball"},
+    {"ice_hockey", "IceHockey"},
+    {"jamesbond", "Jamesbond"},
+    {"journey_escape", "JourneyEscape"},
+    {"kaboom", "Kaboom"},
+    {"kangaroo", "Kangaroo"},
+    {"keystone_kapers", "KeystoneKapers"},
+    {"king_kong", "KingKong"},
+    {"klax", "Klax"},
+    {"koolaid", "Koolaid"},
+    {"krull", "Krull"},
+    {"kung_fu_master", "KungFuMaster"},
+    {"laser_gates", "LaserGates"},
+    {"lost_luggage", "LostLuggage"},
+    {"mario_bros", "MarioBros"},
+    {"miniature_golf", "MiniatureGolf"},
+    {"montezuma_revenge", "MontezumaRevenge"},
+    {"mr_do", "MrDo"},
+    {"ms_pacman", "MsPacman"},
+    {"name_this_game", "NameThisGame"},
+    {"othello", "Othello"},
+    {"pacman", "Pacman"},
+    {"phoenix", "Phoenix"},
+    {"pitfall2", "Pitfall2"},
+    {"pitfall", "Pitfall"},
+    {"pong", "Pong"},
+    {"pooyan", "Pooyan"},
+    {"private_eye", "PrivateEye"},
+    {"qbert", "Qbert"},
+    {"riverraid", "Riverraid"},
+    {"road_runner", "RoadRunner"},
+    {"robotank", "Robotank"},
+    {"seaquest", "Seaquest"},
+    {"sir_lancelot", "SirLancelot"},
+    {"skiing", "Skiing"},
+    {"solaris", "Solaris"},
+    {"space_invaders", "SpaceInvaders"},
+    {"space_war", "SpaceWar"},
+    {"star_gunner", "StarGunner"},
+    {"superman", "Superman"},
+    {"surround", "Surround"},
+    {"tennis", "Tennis"},
+    {"tetris", "Tetris"},
+    {"tic_tac_toe_3d", "TicTacToe3D"},
+    {"time_pilot", "TimePilot"},
+    {"trondead", "Trondead"},
+    {"turmoil", "Turmoil"},
+    {"tutankham", "Tutankham"},
+    {"up_n_down", "UpNDown"},
+    {"venture", "Venture"},
+    {"video_checkers", "VideoCheckers"},
+    {"video_chess", "VideoChess"},
+    {"video_cube", "VideoCube"},
+    {"video_pinball", "VideoPinball"},
+    {"wizard_of_wor", "WizardOfWor"},
+    {"word_zapper", "WordZapper"},
+    {"yars_revenge", "YarsRevenge"},
+    {"zaxxon", "Zaxxon"},
+};
+
+inline constexpr size_t kNumGames = sizeof(kGames) / sizeof(kGames[0]);
+
+}  // namespace fastbatch_atari
+
+#endif  // FASTBATCH_ATARI_GAMES_H_

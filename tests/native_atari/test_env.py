@@ -1,0 +1,91 @@
+"""fastbatch-atari as a user meets it: which ids it registers (gymnasium's ALE v5 ids, no more,
+no fewer), how ``fastbatch.make`` routes ``ALE/`` ids (native once installed, ale-py's env with
+``backend="process"`` and through ``gymnasium.make``), its errors for bad params, and its frames
+through the rollout op (uint8, no Python per step)."""
+
+from __future__ import annotations
+
+import fastbatch_atari
+import gymnasium
+import numpy as np
+import pytest
+
+import fastbatch
+from fastbatch.native import NativeVectorEnv
+from fastbatch.registry import REGISTRY
+
+fastbatch_atari = pytest.importorskip("fastbatch_atari")  # conftest.py: required in CI
+
+
+def test_registers_every_v5_id_of_ale_py():
+    import ale_py
+
+    gymnasium.register_envs(ale_py)
+    ids = set(fastbatch_atari.register())
+    theirs = {i for i in gymnasium.registry if i.startswith("ALE/") and i.endswith("-v5")}
+    assert ids == theirs
+    assert all(REGISTRY.has(i) for i in ids)
+
+
+def test_make_routes_ale_ids_to_the_native_env():
+    env = fastbatch.make("ALE/Pong-v5", 2)
+    assert isinstance(env, NativeVectorEnv) and fastbatch.backend_for("ALE/Pong-v5") == "native"
+    assert env.single_observation_space == gymnasium.spaces.Box(0, 255, (210, 160, 3), np.uint8)
+    assert env.single_action_space == gymnasium.spaces.Discrete(6)
+    env.close()
+
+
+@pytest.mark.no_tsan  # worker processes
+def test_the_process_backend_and_gymnasium_keep_ale_pys_env():
+    from ale_py.env import AtariEnv
+
+    fastbatch_atari.register()
+    single = gymnasium.make("ALE/Pong-v5")
+    assert isinstance(single.unwrapped, AtariEnv)  # the native registration left it alone
+    single.close()
+    env = fastbatch.make("ALE/Pong-v5", 2, backend="process", num_workers=1)
+    assert type(env).__name__ == "ProcessVectorEnv"
+    env.close()
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"mode": 16}, ValueError, r"mode"),  # SpaceInvaders' modes are 0-15
+        ({"difficulty": 2}, ValueError, r"difficulty"),  # its difficulties 0-1
+        ({"obs_type": "depth"}, ValueError, r"obs_type"),
+        ({"frameskip": 0}, ValueError, r"frameskip"),
+        ({"repeat_action_probability": 1.5}, ValueError, r"repeat_action_probability"),
+        ({"sound_obs": True}, TypeError, r"sound_obs"),
+    ],
+)
+def test_bad_params_are_refused_with_a_message(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        fastbatch.make("ALE/SpaceInvaders-v5", 1, **kwargs)
+
+
+def test_a_mode_the_game_lacks_is_refused_naming_its_modes():
+    with pytest.raises(fastbatch.EnvError, match=r"mode=3 is not one of Breakout's: 0, 4, 8,"):
+        fastbatch.make("ALE/Breakout-v5", 1, mode=3)
+
+
+def test_frames_take_the_rollout_op():
+    pytest.importorskip("tensorflow")
+    from tests.test_rollout_dtypes import assert_same_rollouts
+
+    rollout = assert_same_rollouts("ALE/Breakout-v5")
+    assert rollout.uses_op
+    assert rollout.arrays["obs"].dtype == np.uint8
+    assert rollout.obs_shape == [4, 210, 160, 3]
+
+
+def test_without_ale_py_the_error_names_what_to_install(monkeypatch):
+    import sys
+
+    from fastbatch import env_packages
+
+    monkeypatch.setattr(env_packages, "_REGISTERED_PACKAGES", set())
+    monkeypatch.setattr(fastbatch_atari, "_registered", None)
+    monkeypatch.setitem(sys.modules, "ale_py", None)  # import fails
+    with pytest.raises(fastbatch.UnknownEnvError, match=r"'ALE/Pong-v5': .*pip install ale-py"):
+        env_packages.register_native_package_for("ALE/Pong-v5")
