@@ -5,7 +5,6 @@ through the rollout op (uint8, no Python per step)."""
 
 from __future__ import annotations
 
-import fastbatch_atari
 import gymnasium
 import numpy as np
 import pytest
