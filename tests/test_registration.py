@@ -116,8 +116,10 @@ def test_a_bad_param_default_names_the_env_and_the_field(library, mistake, field
 
 
 def test_a_throwing_make_spec_or_constructor_names_the_env(grid, library):
-    with pytest.raises(fastbatch.EnvError, match="Grid-v0.*size 13 is not a grid"):
+    # std::invalid_argument (the env refuses its params) is a ValueError, any other an EnvError.
+    with pytest.raises(ValueError, match="Grid-v0.*size 13 is not a grid") as refused:
         fastbatch.make(grid, 2, size=13)
+    assert not isinstance(refused.value, fastbatch.EnvError)
     with pytest.raises(fastbatch.EnvError, match="Grid-v0.*size 11 cannot be built"):
         fastbatch.make(grid, 2, size=11)
     with pytest.raises(fastbatch.PluginError, match="Grid-v0.*size 13 is not a grid"):

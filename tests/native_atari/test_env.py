@@ -64,7 +64,7 @@ def test_bad_params_are_refused_with_a_message(kwargs, error, match):
 
 
 def test_a_mode_the_game_lacks_is_refused_naming_its_modes():
-    with pytest.raises(fastbatch.EnvError, match=r"mode=3 is not one of Breakout's: 0, 4, 8,"):
+    with pytest.raises(ValueError, match=r"mode=3 is not one of Breakout's: 0, 4, 8,"):
         fastbatch.make("ALE/Breakout-v5", 1, mode=3)
 
 

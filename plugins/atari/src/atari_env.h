@@ -1,62 +1,50 @@
-// One Atari 2600 game as a fastbatch native env: gymnasium's `ALE/<Name>-v5`
-// (ale_py/env.py's `AtariEnv`, ale-py 0.12.1) over ALE's C++ interface, step for step.
+// One Atari 2600 game as a fastbatch native env: gymnasium's `ALE/<Name>-v5` (ale-py's
+// `AtariEnv`, ale_game.h), or with `atari_preprocessing=True` that env inside gymnasium's
+// `AtariPreprocessing` (preprocessing.h), step for step.
 //
-// Params (the v5 registration's kwargs and their defaults): `frameskip` (4: each step repeats
-// the action that many frames and sums their rewards), `repeat_action_probability` (0.25:
-// ALE's sticky actions), `full_action_space` (False: the game's minimal action set; True: all
-// 18), `mode` and `difficulty` (-1 for gymnasium's None: the game's default; other values must
-// be among the game's modes / difficulties: above the game's largest a ValueError, in a gap
-// an EnvError naming them), `obs_type` ("rgb": (210, 160, 3), "grayscale":
-// (210, 160), "ram": (128,), all uint8), `max_num_frames_per_episode` (108000; 0 for none: ALE
-// truncates the episode after that many frames). Not offered: a stochastic frameskip (a
-// (low, high) tuple), `continuous`, `sound_obs`, `render_mode="human"`.
+// Params of the game (the v5 registration's kwargs and defaults): `frameskip` (4),
+// `repeat_action_probability` (0.25: ALE's sticky actions), `full_action_space` (False: the
+// game's minimal action set), `mode` and `difficulty` (-1 for gymnasium's None: the game's
+// default; a value the game lacks is a ValueError naming the game's values), `obs_type` ("rgb":
+// (210, 160, 3), "grayscale": (210, 160), "ram": (128,); uint8), `max_num_frames_per_episode`
+// (108000; 0 for none: ALE truncates after that many frames). Not offered: a stochastic frameskip
+// tuple, `continuous`, `sound_obs`, human rendering.
 //
-// Infos: `lives`, `episode_frame_number`, `frame_number` (gymnasium's step and reset infos;
-// float64 here, as every native info).
+// Params of the preprocessing, AtariPreprocessing's kwargs and defaults, taken only with
+// `atari_preprocessing=True` (set without it, they are refused): `noop_max` (30), `frame_skip`
+// (4; the game's `frameskip` must then be 1, as the wrapper requires), `screen_size` (84: square
+// frames), `terminal_on_life_loss` (False), `grayscale_obs` (True; False needs obs_type "rgb"),
+// `grayscale_newaxis` (False), and `fire_reset` (False: fastbatch.atari.FireOnReset around it).
+// Observations: (s, s) gray, (s, s, 1) with the new axis, or (s, s, 3) RGB, uint8 (`scale_obs`
+// is not offered: networks scale uint8 frames themselves). Stack them with `frame_stack=4`.
 //
-// Seeding, as gymnasium's env (see seed_words.h): a reset the pool seeded (`reset(seed=...)`)
-// sets ALE's random seed from the seed and loads the ROM again, then resets the game; a reset
-// the pool did not seed (the autoreset after an episode) only resets the game, so ALE's random
-// stream goes on. The env tells the two apart by its generator's state: it draws one number
-// after using a seed, so the state it left behind differs from any freshly seeded one (the
-// same seed again included). One difference from gymnasium: `reset()` with no seed in
-// fastbatch seeds every env from fresh entropy, which here reloads the ROM with a random seed
-// (gymnasium's env keeps its stream); the episodes are random either way.
+// Infos: `lives`, `episode_frame_number`, `frame_number` (float64, as every native info).
+//
+// Seeding, as ale-py's env (seed_words.h): a reset the pool seeded (`reset(seed=...)`) seeds
+// ALE and ale-py's generator from the seed and loads the ROM again; a reset it did not seed
+// (the autoreset after an episode) only resets the game, so both random streams go on. The env
+// tells the two apart by its generator's state: it draws one number after using a seed, so the
+// state it left behind differs from any freshly seeded one (the same seed again included).
+// Where fastbatch differs: `reset()` with no seed seeds every env from fresh entropy, which here
+// reloads the ROM with a random seed (ale-py's env keeps its streams); random either way.
 #ifndef FASTBATCH_ATARI_ATARI_ENV_H_
 #define FASTBATCH_ATARI_ATARI_ENV_H_
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "ale/ale_interface.hpp"
+#include "ale_game.h"
 #include "fastbatch/env.h"
 #include "games.h"
-#include "rom_dir.h"
+#include "preprocessing.h"
 #include "seed_words.h"
 
 namespace fastbatch_atari {
-
-inline constexpr int64_t kScreenHeight = 210;
-inline constexpr int64_t kScreenWidth = 160;
-inline constexpr int64_t kRamSize = 128;
-inline constexpr int64_t kFullActionSpace = 18;
-
-enum class ObsKind { kRgb = 0, kGrayscale = 1, kRam = 2 };
-
-// ALE's settings of a game, found by its ROM's name (no ROM file is read).
-inline std::unique_ptr<ale::RomSettings> SettingsOf(const Game& game) {
-  std::unique_ptr<ale::RomSettings> settings(
-      ale::buildRomRLWrapper(std::string(game.rom) + ".bin", std::string()));
-  if (!settings) throw std::invalid_argument(std::string("ALE has no game ") + game.rom);
-  return settings;
-}
 
 template <typename Values>
 int64_t Largest(const Values& values) {
@@ -65,18 +53,30 @@ int64_t Largest(const Values& values) {
   return largest;
 }
 
-// The params of a game's env: `mode` and `difficulty` range up to the game's largest (a value
-// in a gap of a game's modes is refused by the constructor, naming the game's modes).
+// The preprocessing params and their defaults (refused unless atari_preprocessing is on).
+inline fastbatch::ParamList& AddPreprocessingParams(fastbatch::ParamList& params) {
+  return params.Bool("atari_preprocessing", false)
+      .Int("noop_max", 30, 0, 100000)
+      .Int("frame_skip", 4, 1, 1000)
+      .Int("screen_size", 84, 1, kScreenWidth)
+      .Bool("terminal_on_life_loss", false)
+      .Bool("grayscale_obs", true)
+      .Bool("grayscale_newaxis", false)
+      .Bool("fire_reset", false);
+}
+
+// A game's params: `mode` and `difficulty` range up to the game's largest.
 inline fastbatch::ParamList AtariParams(const Game& game) {
   const auto settings = SettingsOf(game);
-  return fastbatch::ParamList()
-      .Int("frameskip", 4, 1, 1000)
+  fastbatch::ParamList params;
+  params.Int("frameskip", 4, 1, 1000)
       .Float("repeat_action_probability", 0.25, 0.0, 1.0)
       .Bool("full_action_space", false)
       .Int("mode", -1, -1, Largest(settings->getAvailableModes()))
       .Int("difficulty", -1, -1, Largest(settings->getAvailableDifficulties()))
       .Choice("obs_type", {"rgb", "grayscale", "ram"}, "rgb")
       .Int("max_num_frames_per_episode", 108000, 0, INT32_MAX);
+  return AddPreprocessingParams(params);
 }
 
 inline ObsKind ObsKindOf(const fastbatch::Params& p) {
@@ -84,25 +84,70 @@ inline ObsKind ObsKindOf(const fastbatch::Params& p) {
   return name == "rgb" ? ObsKind::kRgb : name == "grayscale" ? ObsKind::kGrayscale : ObsKind::kRam;
 }
 
-// The game's action count: its minimal set or the full 18.
-inline int64_t ActionCount(const Game& game, bool full_action_space) {
-  if (full_action_space) return kFullActionSpace;
-  return static_cast<int64_t>(SettingsOf(game)->getMinimalActionSet().size());
+// The preprocessing params, checked; null settings when atari_preprocessing is off.
+inline std::unique_ptr<PreprocessingSettings> PreprocessingOf(const fastbatch::Params& p) {
+  if (!p.Bool("atari_preprocessing")) {
+    fastbatch::ParamList defaults;
+    AddPreprocessingParams(defaults);
+    for (const fastbatch::ParamDecl& decl : defaults.decls()) {
+      if (p.Get(decl.name) != decl.default_value) {
+        throw std::invalid_argument(decl.name + " applies with atari_preprocessing=True");
+      }
+    }
+    return nullptr;
+  }
+  if (ObsKindOf(p) == ObsKind::kRam) {
+    throw std::invalid_argument("atari_preprocessing reads the screen: obs_type='ram' is refused");
+  }
+  if (!p.Bool("grayscale_obs") && ObsKindOf(p) != ObsKind::kRgb) {
+    throw std::invalid_argument("grayscale_obs=False needs obs_type='rgb'");
+  }
+  auto settings = std::make_unique<PreprocessingSettings>();
+  settings->noop_max = p.Int("noop_max");
+  settings->frame_skip = static_cast<int>(p.Int("frame_skip"));
+  settings->screen_size = p.Int("screen_size");
+  settings->terminal_on_life_loss = p.Bool("terminal_on_life_loss");
+  settings->grayscale_obs = p.Bool("grayscale_obs");
+  settings->fire_reset = p.Bool("fire_reset");
+  return settings;
+}
+
+inline std::vector<int64_t> ObservationShape(const fastbatch::Params& p) {
+  if (const auto pre = PreprocessingOf(p)) {
+    const int64_t s = pre->screen_size;
+    if (!pre->grayscale_obs) return {s, s, 3};
+    return p.Bool("grayscale_newaxis") ? std::vector<int64_t>{s, s, 1} : std::vector<int64_t>{s, s};
+  }
+  switch (ObsKindOf(p)) {
+    case ObsKind::kRgb: return {kScreenHeight, kScreenWidth, 3};
+    case ObsKind::kGrayscale: return {kScreenHeight, kScreenWidth};
+    case ObsKind::kRam: return {kRamSize};
+  }
+  return {};
 }
 
 inline fastbatch::Spec AtariSpec(const Game& game, const fastbatch::Params& p) {
-  std::vector<int64_t> shape;
-  switch (ObsKindOf(p)) {
-    case ObsKind::kRgb: shape = {kScreenHeight, kScreenWidth, 3}; break;
-    case ObsKind::kGrayscale: shape = {kScreenHeight, kScreenWidth}; break;
-    case ObsKind::kRam: shape = {kRamSize}; break;
-  }
+  const int64_t actions =
+      p.Bool("full_action_space")
+          ? kFullActionSpace
+          : static_cast<int64_t>(SettingsOf(game)->getMinimalActionSet().size());
   return fastbatch::Spec(std::string("ALE/") + game.name + "-v5")
-      .Observation(fastbatch::Box(shape, 0.0, 255.0))
-      .Action(fastbatch::Discrete(ActionCount(game, p.Bool("full_action_space"))))
+      .Observation(fastbatch::Box(ObservationShape(p), 0.0, 255.0))
+      .Action(fastbatch::Discrete(actions))
       .Info("lives")
       .Info("episode_frame_number")
       .Info("frame_number");
+}
+
+inline GameSettings GameSettingsOf(const fastbatch::Params& p) {
+  GameSettings s;
+  s.frameskip = static_cast<int>(p.Int("frameskip"));
+  s.repeat_action_probability = static_cast<float>(p.Float("repeat_action_probability"));
+  s.full_action_space = p.Bool("full_action_space");
+  s.mode = p.Int("mode");
+  s.difficulty = p.Int("difficulty");
+  s.max_num_frames_per_episode = p.Int("max_num_frames_per_episode");
+  return s;
 }
 
 class AtariEnv {
@@ -111,118 +156,49 @@ class AtariEnv {
   using ActionType = int64_t;
 
   AtariEnv(const Game& game, const fastbatch::Params& p)
-      : rom_path_(RomPath(game)),
-        frameskip_(static_cast<int>(p.Int("frameskip"))),
-        mode_(p.Int("mode")),
-        difficulty_(p.Int("difficulty")),
-        obs_kind_(ObsKindOf(p)) {
-    ale_->setFloat("repeat_action_probability",
-                   static_cast<float>(p.Float("repeat_action_probability")));
-    const int64_t max_frames = p.Int("max_num_frames_per_episode");
-    if (max_frames > 0) ale_->setInt("max_num_frames_per_episode", static_cast<int>(max_frames));
-    ale_->setInt("random_seed", 0);  // replaced by the first reset's seed
-    LoadGame(game);
-    action_set_ =
-        p.Bool("full_action_space") ? ale_->getLegalActionSet() : ale_->getMinimalActionSet();
+      : obs_kind_(ObsKindOf(p)), game_(std::make_unique<AleGame>(game, GameSettingsOf(p))) {
+    if (const auto settings = PreprocessingOf(p)) {
+      preprocessing_ = std::make_unique<Preprocessing>(*game_, *settings);
+    }
   }
 
   void Reset(fastbatch::Rng& rng, uint8_t* obs, double* info) {
-    if (!seen_ || std::memcmp(&rng.State(), &left_, sizeof(fb_rng)) != 0) {
-      const SeedWords seeds = RecoverSeedWords(rng.State());
-      ale_->setInt("random_seed", seeds.ale_seed);
-      LoadRom();
+    SeedWords seeds{};
+    const bool seeded = !seen_ || std::memcmp(&rng.State(), &left_, sizeof(fb_rng)) != 0;
+    if (seeded) {
+      seeds = RecoverSeedWords(rng.State());
       rng.NextU64();  // marks the seed as used (see the header comment)
       left_ = rng.State();
       seen_ = true;
     }
-    ale_->reset_game();
-    Observe(obs, info);
+    if (preprocessing_) {
+      preprocessing_->Reset(seeded ? &seeds : nullptr, obs);
+    } else {
+      if (seeded) game_->Seed(seeds);
+      game_->ResetGame();
+      game_->WriteObs(obs_kind_, obs);
+    }
+    game_->WriteInfo(info);
   }
 
   fastbatch::StepResult Step(int64_t action, uint8_t* obs, double* info) {
-    const ale::Action ale_action = action_set_[static_cast<size_t>(action)];
-    double reward = 0.0;
-    for (int k = 0; k < frameskip_; ++k) reward += ale_->act(ale_action, 1.0f);
-    const bool terminated = ale_->game_over(false);
-    const bool truncated = ale_->game_truncated();
-    Observe(obs, info);
-    return {reward, terminated, truncated};
+    FrameResult r;
+    if (preprocessing_) {
+      r = preprocessing_->Step(action, obs);
+    } else {
+      r = game_->Step(action);
+      game_->WriteObs(obs_kind_, obs);
+    }
+    game_->WriteInfo(info);
+    return {r.reward, r.terminated, r.truncated};
   }
 
  private:
-  static std::filesystem::path RomPath(const Game& game) {
-    const std::string dir = RomDir();
-    if (dir.empty()) {
-      throw std::runtime_error(
-          "no ROM directory: import fastbatch_atari and call fastbatch_atari.register() (it "
-          "finds the ROMs of the installed ale-py)");
-    }
-    std::filesystem::path path = std::filesystem::path(dir) / (std::string(game.rom) + ".bin");
-    if (!std::filesystem::is_regular_file(path)) {
-      throw std::runtime_error("no ROM for " + std::string(game.rom) + ": " + path.string() +
-                               " is missing (the ROMs come with ale-py: pip install ale-py)");
-    }
-    return path;
-  }
-
-  // The constructor's load also checks mode and difficulty against the game's.
-  void LoadGame(const Game& game) {
-    LoadRomOnly();
-    CheckSetting("mode", mode_, ale_->getAvailableModes(), game);
-    CheckSetting("difficulty", difficulty_, ale_->getAvailableDifficulties(), game);
-    ApplySettings();
-  }
-
-  // ale_py's `load_game`: the ROM, then the mode and difficulty that were asked for.
-  void LoadRom() {
-    LoadRomOnly();
-    ApplySettings();
-  }
-
-  void LoadRomOnly() { ale_->loadROM(rom_path_); }
-
-  void ApplySettings() {
-    if (mode_ >= 0) ale_->setMode(static_cast<ale::game_mode_t>(mode_));
-    if (difficulty_ >= 0) ale_->setDifficulty(static_cast<ale::difficulty_t>(difficulty_));
-  }
-
-  template <typename Values>
-  static void CheckSetting(const char* name, int64_t value, const Values& available,
-                           const Game& game) {
-    if (value < 0) return;
-    std::string listed;
-    for (const auto v : available) {
-      if (static_cast<int64_t>(v) == value) return;
-      listed += (listed.empty() ? "" : ", ") + std::to_string(v);
-    }
-    throw std::invalid_argument(std::string(name) + "=" + std::to_string(value) +
-                                " is not one of " + game.name + "'s: " + listed);
-  }
-
-  void Observe(uint8_t* obs, double* info) {
-    const ale::ALEScreen& screen = ale_->environment->getScreen();
-    auto& palette = ale_->theOSystem->colourPalette();
-    const size_t pixels = static_cast<size_t>(kScreenHeight * kScreenWidth);
-    switch (obs_kind_) {
-      case ObsKind::kRgb: palette.applyPaletteRGB(obs, screen.getArray(), pixels); break;
-      case ObsKind::kGrayscale:
-        palette.applyPaletteGrayscale(obs, screen.getArray(), pixels);
-        break;
-      case ObsKind::kRam: std::memcpy(obs, ale_->getRAM().array(), kRamSize); break;
-    }
-    info[0] = ale_->lives();
-    info[1] = ale_->getEpisodeFrameNumber();
-    info[2] = ale_->getFrameNumber();
-  }
-
-  std::unique_ptr<ale::ALEInterface> ale_ = std::make_unique<ale::ALEInterface>();  // not movable
-  std::filesystem::path rom_path_;
-  int frameskip_;
-  int64_t mode_, difficulty_;
   ObsKind obs_kind_;
-  ale::ActionVect action_set_;
-  fb_rng left_{};      // the generator's state after the last seeded reset
-  bool seen_ = false;  // a reset has seeded ALE
+  std::unique_ptr<AleGame> game_;                 // on the heap: the env moves, the game does not
+  std::unique_ptr<Preprocessing> preprocessing_;  // null without atari_preprocessing
+  fb_rng left_{};                                 // the generator's state after the last seed
+  bool seen_ = false;                             // a reset has seeded the game
 };
 
 // Game G of kGames as its own env class: one table per id.

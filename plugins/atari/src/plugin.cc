@@ -1,6 +1,8 @@
 // The fastbatch-atari plugin library: one env table per game of kGames (gymnasium's
 // `ALE/<Name>-v5` ids), and the ROM directory Python sets.
 #include <cstddef>
+#include <cstdint>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -8,6 +10,7 @@
 #include "atari_env.h"
 #include "fastbatch/env.h"
 #include "games.h"
+#include "resize_area.h"
 #include "rom_dir.h"
 
 namespace fastbatch_atari {
@@ -39,6 +42,23 @@ extern "C" FASTBATCH_EXPORT_SYMBOL void fastbatch_atari_set_rom_dir(const char* 
 // The ALE version this library was built with, for the Python side's check against ale-py.
 extern "C" FASTBATCH_EXPORT_SYMBOL const char* fastbatch_atari_ale_version(void) {
   return ALE_VERSION;
+}
+
+// For tests (tests/native_atari, against cv2.resize): the INTER_AREA resize of one uint8 image
+// [height, width, channels] into [dst_height, dst_width, channels]. Returns 0, or 1 (and writes
+// nothing) when the sizes are refused.
+extern "C" FASTBATCH_EXPORT_SYMBOL int fastbatch_atari_resize_area(const uint8_t* src,
+                                                                   int64_t height, int64_t width,
+                                                                   int64_t channels, uint8_t* dst,
+                                                                   int64_t dst_height,
+                                                                   int64_t dst_width) {
+  try {
+    fastbatch_atari::AreaResize resize(height, width, dst_height, dst_width, channels);
+    resize(src, dst);
+    return 0;
+  } catch (const std::exception&) {
+    return 1;
+  }
 }
 
 extern "C" FASTBATCH_EXPORT_SYMBOL const fb_env_api* const* fastbatch_get_env_apis(int32_t* count) {

@@ -107,7 +107,7 @@ class NativeAgentsVectorEnv(gymnasium.vector.VectorEnv):
                 params,
                 batch,
             )
-        except (EnvError, PluginError) as exc:  # the env's own MakeSpec or constructor threw
+        except (EnvError, PluginError, ValueError) as exc:  # the env's MakeSpec or constructor
             raise type(exc)(f"{entry.spec.id}: {exc}") from None
         self.closed = False
         spec = spec_from_dict(self._pool.spec, entry.spec.id)

@@ -140,7 +140,7 @@ class NativeVectorEnv(BatchVectorEnv):
                 blocking_threads(workers, num_workers is None and num_threads is None),
                 frame_stack=frames,
             )
-        except (EnvError, PluginError) as exc:  # the env's own MakeSpec or constructor threw
+        except (EnvError, PluginError, ValueError) as exc:  # the env's MakeSpec or constructor
             raise type(exc)(f"{spec.id}: {exc}") from None
         _OPEN.add(self)
         # The envs' own spec: spaces and time limit may depend on the params they were made with.

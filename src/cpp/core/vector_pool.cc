@@ -28,6 +28,7 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   fb_error error{};
   block_ = api_->create(num_envs_, config.params.data(), &error);
   if (block_ == nullptr) {
+    if (error.env_index == FB_ERROR_INVALID_ARGUMENT) throw std::invalid_argument(error.message);
     throw EnvError(-1, std::string("creating envs failed: ") + error.message);
   }
   if (env_truncates_ && api_->block_spec != nullptr) {  // spaces that depend on the params

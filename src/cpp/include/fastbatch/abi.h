@@ -148,7 +148,11 @@ typedef struct fb_rng {
   uint32_t uinteger;   /* version 5 */
 } fb_rng;
 
-/* Filled by a failing call: the env index and the original message. */
+/* Filled by a failing call: the env index and the original message. `create` sets the index to
+ * FB_ERROR_INVALID_ARGUMENT when the envs refused their params (the constructor or the spec
+ * threw std::invalid_argument: Python raises ValueError), else -1; tables built with headers
+ * before that constant always set -1 (Python raises EnvError), so nothing changes for them. */
+#define FB_ERROR_INVALID_ARGUMENT (-2)
 typedef struct fb_error {
   int64_t env_index;
   char message[FASTBATCH_ERROR_LEN];

@@ -242,6 +242,8 @@ struct Adapter {
       block->envs.reserve(static_cast<size_t>(count));
       for (int64_t i = 0; i < count; ++i) block->envs.emplace_back(params);
       return block.release();
+    } catch (const std::invalid_argument& e) {  // the env refused its params: a ValueError
+      FillError(error, FB_ERROR_INVALID_ARGUMENT, e.what());
     } catch (const std::exception& e) {
       FillError(error, -1, e.what());
     } catch (...) {

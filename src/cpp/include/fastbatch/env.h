@@ -45,7 +45,9 @@
 // gymnasium twin draws, in the same order, replays its seeded episodes. An env that needs
 // randomness while stepping keeps a copy (a default-constructed Rng member is a placeholder until
 // then). Exceptions thrown by `MakeSpec`/`Reset`/`Step`/the constructor are caught at the ABI
-// boundary and re-raised in Python (naming the env index where there is one). GetState and SetState
+// boundary and re-raised in Python (naming the env index where there is one): as ValueError when
+// the constructor or a params-dependent MakeSpec throws std::invalid_argument (the params are
+// refused), as fastbatch.EnvError otherwise. GetState and SetState
 // are called by one thread while the env is neither reset nor stepped; SetState replaces the env's
 // physics only (the pool keeps counting the episode's steps and return as before).
 //

@@ -1,0 +1,148 @@
+// gymnasium's `AtariPreprocessing` (gymnasium/wrappers/atari_preprocessing.py, gymnasium 1.x)
+// over one AleGame, step for step, and optionally fastbatch.atari's `FireOnReset` around it:
+//
+// - reset: the game's reset (seeded as ale-py's env is, see atari_env.h), then `noops` NOOP
+//   steps, `noops` drawn as `np_random.integers(1, noop_max + 1)` from ale-py's env generator
+//   (seeded with the seed's word 0, as `seed_game` does; it goes on across unseeded resets); a
+//   game that ends during them is reset again (with the same seed when the reset had one);
+//   then the lives, and the frame (buffer 0; buffer 1 zeroed).
+// - step: up to `frame_skip` game steps of the action, rewards summed, stopping at the end of an
+//   episode (or at a lost life, with `terminal_on_life_loss`); the screens of the last two of
+//   those steps go to buffers 1 and 0; the observation is buffer 0 max-pooled in place with
+//   buffer 1 (when frame_skip > 1) and resized with OpenCV's INTER_AREA (resize_area.h). A step
+//   that stops early leaves the buffers as they were, as the wrapper does.
+// - `fire_reset` (fastbatch.atari.FireOnReset): in games whose action 1 is FIRE (and which have
+//   3 actions or more), after every reset, steps with actions 1 then 2, resetting (unseeded)
+//   where one of them ends the episode.
+#ifndef FASTBATCH_ATARI_PREPROCESSING_H_
+#define FASTBATCH_ATARI_PREPROCESSING_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include "ale_game.h"
+#include "fastbatch/rng.h"
+#include "resize_area.h"
+#include "seed_words.h"
+
+namespace fastbatch_atari {
+
+struct PreprocessingSettings {
+  int64_t noop_max = 30;
+  int frame_skip = 4;
+  int64_t screen_size = 84;
+  bool terminal_on_life_loss = false;
+  bool grayscale_obs = true;
+  bool fire_reset = false;
+};
+
+class Preprocessing {
+ public:
+  Preprocessing(AleGame& game, const PreprocessingSettings& settings)
+      : game_(game),
+        settings_(settings),
+        channels_(settings.grayscale_obs ? 1 : 3),
+        resize_(kScreenHeight, kScreenWidth, settings.screen_size, settings.screen_size, channels_),
+        newest_(static_cast<size_t>(kScreenPixels * channels_)),
+        previous_(newest_.size()) {
+    if (settings.noop_max > 0 && game.action(0) != ale::PLAYER_A_NOOP) {
+      throw std::invalid_argument(
+          "noop_max > 0 needs NOOP as action 0 (AtariPreprocessing's rule)");
+    }
+    if (settings.frame_skip > 1 && game.frameskip() != 1) {
+      throw std::invalid_argument(
+          "atari_preprocessing skips frames itself: make the env with frameskip=1 (gymnasium's "
+          "AtariPreprocessing refuses a base env that skips frames too)");
+    }
+    fire_ = settings.fire_reset && game.num_actions() >= 3 && game.action(1) == ale::PLAYER_A_FIRE;
+  }
+
+  // `seeds`: the reset's seed words, or null for an unseeded reset.
+  void Reset(const SeedWords* seeds, uint8_t* obs) {
+    ResetOnce(seeds, obs);
+    if (!fire_) return;
+    for (const int64_t action : {int64_t{1}, int64_t{2}}) {
+      const FrameResult r = Step(action, obs);
+      if (r.terminated || r.truncated) ResetOnce(nullptr, obs);
+    }
+  }
+
+  FrameResult Step(int64_t action, uint8_t* obs) {
+    FrameResult total{0.0, false, false};
+    for (int t = 0; t < settings_.frame_skip; ++t) {
+      const FrameResult r = game_.Step(action);
+      total.reward += r.reward;
+      total.terminated = r.terminated;
+      total.truncated = r.truncated;
+      if (settings_.terminal_on_life_loss) {
+        const int lives = game_.lives();
+        total.terminated = total.terminated || lives < lives_;
+        lives_ = lives;
+      }
+      if (total.terminated || total.truncated) break;
+      if (t == settings_.frame_skip - 2) {
+        Capture(previous_.data());
+      } else if (t == settings_.frame_skip - 1) {
+        Capture(newest_.data());
+      }
+    }
+    Observe(obs);
+    return total;
+  }
+
+ private:
+  void ResetOnce(const SeedWords* seeds, uint8_t* obs) {
+    Reseed(seeds);
+    game_.ResetGame();
+    const int64_t noops =
+        settings_.noop_max > 0 ? noop_rng_.Integers(1, settings_.noop_max + 1) : 0;
+    for (int64_t k = 0; k < noops; ++k) {
+      const FrameResult r = game_.Step(0);
+      if (r.terminated || r.truncated) {
+        Reseed(seeds);
+        game_.ResetGame();
+      }
+    }
+    lives_ = game_.lives();
+    Capture(newest_.data());
+    std::fill(previous_.begin(), previous_.end(), uint8_t{0});
+    Observe(obs);
+  }
+
+  void Reseed(const SeedWords* seeds) {
+    if (seeds == nullptr) return;
+    game_.Seed(*seeds);
+    fastbatch::Rng::Seed(&noop_state_, seeds->numpy_seed);
+  }
+
+  void Capture(uint8_t* buffer) {
+    if (settings_.grayscale_obs) {
+      game_.Grayscale(buffer);
+    } else {
+      game_.Rgb(buffer);
+    }
+  }
+
+  void Observe(uint8_t* obs) {
+    if (settings_.frame_skip > 1) {
+      for (size_t k = 0; k < newest_.size(); ++k) newest_[k] = std::max(newest_[k], previous_[k]);
+    }
+    resize_(newest_.data(), obs);
+  }
+
+  AleGame& game_;
+  PreprocessingSettings settings_;
+  int64_t channels_;
+  AreaResize resize_;
+  std::vector<uint8_t> newest_, previous_;  // the wrapper's obs_buffer[0] and [1]
+  fb_rng noop_state_{};                     // ale-py's env generator (its np_random)
+  fastbatch::Rng noop_rng_{&noop_state_};
+  int lives_ = 0;
+  bool fire_ = false;
+};
+
+}  // namespace fastbatch_atari
+
+#endif  // FASTBATCH_ATARI_PREPROCESSING_H_

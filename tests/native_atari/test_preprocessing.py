@@ -1,0 +1,161 @@
+"""fastbatch-atari's ``atari_preprocessing=True`` against gymnasium's stack:
+``fastbatch.make(id, n, frameskip=1, atari_preprocessing=True, frame_stack=4, ...)`` equals a
+gymnasium ``SyncVectorEnv`` over ``FrameStackObservation(AtariPreprocessing(gymnasium.make(id,
+frameskip=1)), 4)`` (with fastbatch.atari's ``FireOnReset`` inside for ``fire_reset=True``) bit
+for bit: noop resets, frame skip with max-pooling, OpenCV's INTER_AREA resize, grayscale and
+RGB frames, life loss, fire resets, both autoreset modes. The resize itself against ``cv2``
+on random images of several sizes."""
+
+from __future__ import annotations
+
+import ctypes
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import fastbatch
+
+fastbatch_atari = pytest.importorskip("fastbatch_atari")  # conftest.py: required in CI
+cv2 = pytest.importorskip("cv2")
+
+
+def _resize(image: np.ndarray, width: int, height: int) -> np.ndarray:
+    library = ctypes.CDLL(str(fastbatch_atari.library_path()))
+    pointer = ctypes.POINTER(ctypes.c_uint8)
+    library.fastbatch_atari_resize_area.argtypes = [pointer] + [ctypes.c_int64] * 3 + [pointer]
+    library.fastbatch_atari_resize_area.argtypes += [ctypes.c_int64] * 2
+    src = np.ascontiguousarray(image)
+    channels = 1 if src.ndim == 2 else src.shape[2]
+    out = np.empty((height, width, channels), np.uint8)
+    as_ptr = lambda a: a.ctypes.data_as(pointer)  # noqa: E731
+    code = library.fastbatch_atari_resize_area(
+        as_ptr(src), src.shape[0], src.shape[1], channels, as_ptr(out), height, width
+    )
+    assert code == 0
+    return out if src.ndim == 3 else out[..., 0]
+
+
+@pytest.mark.parametrize(
+    "shape, size",
+    [
+        ((210, 160), (84, 84)),
+        ((210, 160, 3), (84, 84)),
+        ((210, 160), (64, 48)),
+        ((210, 160), (160, 105)),
+        ((100, 77, 3), (33, 29)),
+        ((210, 160), (1, 1)),
+    ],
+)
+def test_the_area_resize_equals_opencvs(shape, size):
+    rng = np.random.default_rng(sum(shape) + sum(size))
+    for trial in range(5):
+        image = rng.integers(0, 256, size=shape, dtype=np.uint8)
+        if trial % 2:
+            image = (image // 85 * 85).astype(np.uint8)  # few levels: many exact ties
+        expected = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+        np.testing.assert_array_equal(_resize(image, *size), expected)
+
+
+def _reference(env_id, n, autoreset, wrapper_kwargs, fire_reset, env_kwargs):
+    import ale_py
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+
+    from fastbatch.atari import FireOnReset
+
+    gymnasium.register_envs(ale_py)
+
+    def one():
+        env = AtariPreprocessing(
+            gymnasium.make(env_id, frameskip=1, **env_kwargs), **wrapper_kwargs
+        )
+        return FrameStackObservation(FireOnReset(env) if fire_reset else env, 4)
+
+    return gymnasium.vector.SyncVectorEnv([one for _ in range(n)], autoreset_mode=autoreset)
+
+
+def _lockstep(
+    env_id,
+    steps,
+    *,
+    autoreset=AutoresetMode.NEXT_STEP,
+    fire_reset=False,
+    env_kwargs=None,
+    **wrapper_kwargs,
+):
+    n, seed = 3, 21
+    env_kwargs = {"max_num_frames_per_episode": 2400, **(env_kwargs or {})}
+    ours = fastbatch.make(
+        env_id,
+        n,
+        frameskip=1,
+        atari_preprocessing=True,
+        fire_reset=fire_reset,
+        frame_stack=4,
+        autoreset_mode=autoreset,
+        num_workers=2,
+        **env_kwargs,
+        **wrapper_kwargs,
+    )
+    theirs = _reference(env_id, n, autoreset, wrapper_kwargs, fire_reset, env_kwargs)
+    try:
+        assert ours.single_observation_space == theirs.single_observation_space
+        obs, info = ours.reset(seed=seed)
+        ref_obs, ref_info = theirs.reset(seed=seed)
+        np.testing.assert_array_equal(obs, ref_obs, err_msg="reset")
+        np.testing.assert_array_equal(info["lives"], ref_info["lives"])
+        rng = np.random.default_rng(seed)
+        ended = 0
+        for t in range(steps):
+            actions = rng.integers(0, ours.single_action_space.n, size=n)
+            got, ref = ours.step(actions), theirs.step(actions)
+            for k, name in enumerate(("obs", "reward", "terminated", "truncated")):
+                np.testing.assert_array_equal(got[k], ref[k], err_msg=f"step {t}: {name}")
+            for key in ("lives", "episode_frame_number", "frame_number"):
+                np.testing.assert_array_equal(got[4][key], ref[4][key], err_msg=f"step {t}: {key}")
+            done = got[2] | got[3]
+            if autoreset == AutoresetMode.SAME_STEP:
+                for i in np.flatnonzero(done):
+                    np.testing.assert_array_equal(got[4]["final_obs"][i], ref[4]["final_obs"][i])
+            ended += int(done.sum())
+        return ended
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_cleanrls_stack_on_breakout_with_fire_resets():
+    assert _lockstep("ALE/Breakout-v5", 500, fire_reset=True) >= 3
+
+
+def test_pong_to_the_frame_limit_and_same_step_mode():
+    assert _lockstep("ALE/Pong-v5", 700, autoreset=AutoresetMode.SAME_STEP) >= 3
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"terminal_on_life_loss": True, "noop_max": 5},
+        {"grayscale_obs": False, "screen_size": 64},
+        {"grayscale_newaxis": True, "frame_skip": 3},
+        {"frame_skip": 1, "noop_max": 0, "env_kwargs": {"repeat_action_probability": 0.0}},
+    ],
+    ids=["life-loss", "rgb-64", "newaxis-skip-3", "no-skip-no-noops"],
+)
+def test_wrapper_kwargs_equal_gymnasium(kwargs):
+    _lockstep("ALE/SpaceInvaders-v5", 250, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"noop_max": 10}, r"noop_max applies with atari_preprocessing=True"),
+        ({"atari_preprocessing": True}, r"frameskip=1"),  # the game still skips 4 frames
+        ({"atari_preprocessing": True, "frameskip": 1, "obs_type": "ram"}, r"obs_type='ram'"),
+        ({"atari_preprocessing": True, "frameskip": 1, "screen_size": 200}, r"screen_size"),
+    ],
+)
+def test_inconsistent_preprocessing_params_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fastbatch.make("ALE/Breakout-v5", 1, **kwargs)
