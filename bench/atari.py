@@ -1,32 +1,40 @@
-"""Atari steps per second: fastbatch-atari's native envs against the alternatives, raw frames.
+"""Atari steps per second: fastbatch-atari's native envs against the alternatives.
 
-    python bench/atari.py            # Pong and Breakout, 8 and 64 envs (a few minutes)
+    python bench/atari.py            # Pong and Breakout, 8 and 64 envs, preprocessed frames
+    python bench/atari.py --raw      # ALE's raw v5 frames instead
     python bench/atari.py --quick
 
-Every contender steps gymnasium's ``ALE/<Game>-v5`` env as registered (210x160 RGB frames,
-frameskip 4, sticky actions 0.25, no preprocessing) with random actions:
+Preprocessed (the default; issue 29's table): every contender gives the same observations, as
+CleanRL and EnvPool use them: 84x84 grayscale, 4 stacked, each action repeated 4 frames with
+the last two max-pooled, up to 30 noops at reset, no sticky actions, no fire reset, episodic
+life or reward clipping. Raw (`--raw`): gymnasium's `ALE/<Game>-v5` as registered (210x160 RGB,
+frameskip 4, sticky actions 0.25). Random actions throughout.
   native-loop  fastbatch-atari's envs and pool stepped by a C++ loop on one thread (no Python)
-  fastbatch    fastbatch.make("ALE/<Game>-v5", n): the native pool, `--threads` threads
+  fastbatch    fastbatch.make("ALE/<Game>-v5", n, ...): the native pool, `--threads` threads
+               (preprocessed: frameskip=1, atari_preprocessing=True, frame_stack=4)
   fb-async     the same in async mode, batch_size = n / 2 (steady recv()/send())
-  ale-vector   ale-py's own C++ AtariVectorEnv, the same threads, set to raw frames (210x160
-               RGB, no stacking, max-pooling, noops, fire reset or reward clipping)
-  process      fastbatch's process backend over ale-py's env (backend="process")
-  gym-sync     gymnasium.vector.SyncVectorEnv over ale-py's env
-  gym-async    gymnasium.vector.AsyncVectorEnv (only up to 16 envs: one process per env)
+  envpool      EnvPool's own Atari envs (ALE 0.11 inside), sync mode, the same threads (only if
+               envpool is installed: pip install ".[bench]"; preprocessed only)
+  ale-vector   ale-py's C++ AtariVectorEnv, sync, the same threads (raw: set to raw frames)
+  process      fastbatch's process backend over ale-py's env (and gymnasium's wrappers)
+  gym-async    gymnasium.vector.AsyncVectorEnv over the same (only up to 16 envs)
+  gym-sync     gymnasium.vector.SyncVectorEnv over the same
 
 fastbatch-atari must be installed (pip install --no-build-isolation ./plugins/atari). Figures
-are env steps/s, medians of `--repeats` timed runs (bench/_harness.py's rules). The issue's
-targets are for the CleanRL/EnvPool preprocessing (84x84 gray, stack 4, max-pool, noops):
-that stack is not native yet, so this compares raw frames only (bench/README.md says so).
+are env steps/s, medians of `--repeats` timed runs (bench/_harness.py's rules); the ratio
+columns are fastbatch's sync figure over each contender's.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+import warnings
 
 import _harness as harness
 import gymnasium
+import numpy as np
 
 import fastbatch
 from fastbatch import _core
@@ -34,72 +42,136 @@ from fastbatch.registry import REGISTRY
 
 GAMES = ("Pong", "Breakout")
 NUM_ENVS = (8, 64)
-METHODS = ("native-loop", "fastbatch", "fb-async", "ale-vector", "process", "gym-sync", "gym-async")
+METHODS = (
+    "native-loop",
+    "fastbatch",
+    "fb-async",
+    "envpool",
+    "ale-vector",
+    "process",
+    "gym-async",
+    "gym-sync",
+)
+STACK, SKIP, SIZE, NOOPS = 4, 4, 84, 30
+
+# fastbatch's params for each kind of frames (preprocessed: CleanRL's stack, as the others below).
+NATIVE = {
+    "raw": {},
+    "preprocessed": {
+        "frameskip": 1,
+        "repeat_action_probability": 0.0,
+        "atari_preprocessing": True,
+        "frame_stack": STACK,
+    },
+}
 
 
-def _ale_ids() -> None:
-    import ale_py
+def _gym_env(env_id: str, raw: bool):
+    """ale-py's env (and, preprocessed, gymnasium's wrappers around it), for gymnasium's vectors."""
+    if raw:
+        return gymnasium.make(env_id)
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
-    gymnasium.register_envs(ale_py)
+    env = gymnasium.make(env_id, frameskip=1, repeat_action_probability=0.0)
+    env = AtariPreprocessing(env, noop_max=NOOPS, frame_skip=SKIP, screen_size=SIZE)
+    return FrameStackObservation(env, STACK)
 
 
-def make_stepper(method: str, env_id: str, num_envs: int, threads: int):
+def make_stepper(method: str, env_id: str, num_envs: int, threads: int, raw: bool):
     """(step function, close function, envs per step), or None where it does not apply."""
+    native = NATIVE["raw" if raw else "preprocessed"]
+    game = gymnasium.spec(env_id).kwargs["game"]
     if method == "fastbatch":
-        env = fastbatch.make(env_id, num_envs, seed=0, num_workers=threads)
+        env = fastbatch.make(env_id, num_envs, seed=0, num_workers=threads, **native)
         env.reset()
         return (lambda a: env.step(a)), env.close, num_envs
     if method == "fb-async":
         env = fastbatch.make(
-            env_id, num_envs, batch_size=num_envs // 2, seed=0, num_workers=threads
+            env_id, num_envs, batch_size=num_envs // 2, seed=0, num_workers=threads, **native
         )
         env.reset()
         first = harness.action_table(env.single_action_space, num_envs, count=1, seed=1)[0]
         return harness.async_cycle(env, first), env.close, num_envs // 2
+    if method == "envpool":
+        if raw:
+            return None
+        try:
+            import envpool
+        except ImportError:
+            return None
+        name = env_id.split("/")[1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            env = envpool.make(
+                name,
+                env_type="gymnasium",
+                num_envs=num_envs,
+                batch_size=num_envs,
+                num_threads=threads,
+                seed=0,
+                img_height=SIZE,
+                img_width=SIZE,
+                stack_num=STACK,
+                frame_skip=SKIP,
+                noop_max=NOOPS,
+                repeat_action_probability=0.0,
+                use_fire_reset=False,
+                episodic_life=False,
+                reward_clip=False,
+            )
+        env.reset()
+        return (lambda a: env.step(np.asarray(a, dtype=np.int32))), env.close, num_envs
     if method == "ale-vector":
         from ale_py.vector_env import AtariVectorEnv
 
-        game = gymnasium.spec(env_id).kwargs["game"]
+        if raw:
+            frames = dict(img_height=210, img_width=160, grayscale=False, stack_num=1)
+            frames.update(maxpool=False, noop_max=0, repeat_action_probability=0.25)
+        else:
+            frames = dict(img_height=SIZE, img_width=SIZE, grayscale=True, stack_num=STACK)
+            frames.update(maxpool=True, noop_max=NOOPS, repeat_action_probability=0.0)
         env = AtariVectorEnv(
             game,
             num_envs,
             num_threads=threads,
-            repeat_action_probability=0.25,
-            img_height=210,
-            img_width=160,
-            grayscale=False,
-            stack_num=1,
-            frameskip=4,
-            maxpool=False,
-            noop_max=0,
+            frameskip=SKIP,
             reward_clipping=False,
             use_fire_reset=False,
+            **frames,
         )
         env.reset(seed=0)
         return (lambda a: env.step(a)), env.close, num_envs
     if method == "process":
-        env = fastbatch.make(env_id, num_envs, backend="process", seed=0, num_workers=threads)
+        env = fastbatch.make(
+            [functools.partial(_gym_env, env_id, raw) for _ in range(num_envs)],
+            seed=0,
+            num_workers=threads,
+        )
         env.reset()
         return (lambda a: env.step(a)), env.close, num_envs
     if method in ("gym-sync", "gym-async"):
         if method == "gym-async" and num_envs > 16:
             return None
-        vector = gymnasium.vector.SyncVectorEnv if method == "gym-sync" else None
+        vector = {"gym-sync": gymnasium.vector.SyncVectorEnv}.get(method)
         vector = vector or gymnasium.vector.AsyncVectorEnv
-        env = vector([lambda: gymnasium.make(env_id) for _ in range(num_envs)])
+        env = vector([functools.partial(_gym_env, env_id, raw) for _ in range(num_envs)])
         env.reset(seed=0)
         return (lambda a: env.step(a)), env.close, num_envs
     raise ValueError(method)
 
 
-def measure(method, env_id, num_envs, threads, budget, repeats) -> float | None:
+def measure(method, env_id, num_envs, threads, budget, repeats, raw) -> float | None:
     if method == "native-loop":
-        env_type = REGISTRY.resolve(env_id).env_type
+        entry = REGISTRY.resolve(env_id)
+        if not raw:
+            return None  # the C++ loop takes the registered params only
         loop = harness.NativeLoop(
-            lambda steps: _core._native_loop_seconds(env_type, num_envs, steps), num_envs, budget
+            lambda steps: _core._native_loop_seconds(entry.env_type, num_envs, steps),
+            num_envs,
+            budget,
         )
         return harness.median(harness.repeated(loop, repeats))
-    stepper = make_stepper(method, env_id, num_envs, threads)
+    stepper = make_stepper(method, env_id, num_envs, threads, raw)
     if stepper is None:
         return None
     step, close, rows = stepper
@@ -116,13 +188,14 @@ def main(argv=None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="short budgets and fewer repeats")
+    parser.add_argument("--raw", action="store_true", help="raw v5 frames, no preprocessing")
     parser.add_argument("--games", default=",".join(GAMES), help="comma-separated game names")
     parser.add_argument("--num-envs", default=",".join(map(str, NUM_ENVS)))
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--budget", type=float, default=None, help="seconds per timed run")
     parser.add_argument("--threads", type=int, default=harness.cores())
-    parser.add_argument("--json", default="bench/results/atari.json")
+    parser.add_argument("--json", default=None, help="default: bench/results/atari[_raw].json")
     args = parser.parse_args(argv)
     try:
         import fastbatch_atari
@@ -130,47 +203,47 @@ def main(argv=None) -> int:
         print("fastbatch-atari is not installed: pip install --no-build-isolation ./plugins/atari")
         return 1
     fastbatch_atari.register()
-    _ale_ids()
+    import ale_py
+
+    gymnasium.register_envs(ale_py)
     repeats = args.repeats or (3 if args.quick else 5)
     seconds = args.budget or (0.3 if args.quick else 1.0)
     budget = harness.Budget(seconds)
     methods = [m for m in args.methods.split(",") if m]
     sizes = [int(n) for n in args.num_envs.split(",") if n]
     run = harness.RunInfo(
-        packages=("ale-py", "fastbatch-atari"),
+        packages=("ale-py", "fastbatch-atari", "envpool"),
         threads=args.threads,
         repeats=repeats,
         budget_s=seconds,
         quick=args.quick,
     )
+    others = [m for m in methods if m not in ("fastbatch", "native-loop")]
     table = harness.Table(
-        ("env", -18), ("N", 4), *((m, 12) for m in methods), ("fb/ale", 8), ("fb/async", 9)
+        ("env", -16),
+        ("N", 4),
+        *((m, 11) for m in methods),
+        *((f"/{m}", 10) for m in others),
     )
+    kind = "raw v5 frames" if args.raw else "84x84 gray, stack 4, skip 4, max-pool, noop 30"
     print(run.header())
-    print(f"raw frames, {args.threads} threads, medians of {repeats} x {seconds}s (env steps/s)")
+    print(f"{kind}; {args.threads} threads; medians of {repeats} x {seconds}s (env steps/s)")
     print(table.header())
     print(table.rule())
     results = []
     for game in [g for g in args.games.split(",") if g]:
         env_id = f"ALE/{game}-v5"
         for n in sizes:
-            row = {"env": env_id, "num_envs": n}
+            row = {"env": env_id, "num_envs": n, "frames": "raw" if args.raw else "preprocessed"}
             for method in methods:
-                row[method] = measure(method, env_id, n, args.threads, budget, repeats)
+                row[method] = measure(method, env_id, n, args.threads, budget, repeats, args.raw)
             results.append(row)
             cells = [harness.format_rate(row[m]) for m in methods]
-            print(
-                table.row(
-                    env_id,
-                    n,
-                    *cells,
-                    harness.format_ratio(row.get("fastbatch"), row.get("ale-vector")),
-                    harness.format_ratio(row.get("fastbatch"), row.get("gym-async")),
-                ),
-                flush=True,
-            )
+            ratios = [harness.format_ratio(row.get("fastbatch"), row[m]) for m in others]
+            print(table.row(env_id, n, *cells, *ratios), flush=True)
     print(run.footer())
-    harness.write_json(args.json, run.meta, results)
+    default_json = "bench/results/atari_raw.json" if args.raw else "bench/results/atari.json"
+    harness.write_json(args.json or default_json, run.meta, results)
     return 0
 
 

@@ -183,7 +183,7 @@ void WorkerPool::Loop(uint32_t index) {
 namespace {
 constexpr double kFirstInterval = 0.02, kMaxInterval = 1.0, kBlockSeconds = 0.01;
 constexpr int64_t kBlockSteps = 16;
-constexpr double kMargin = 0.03, kSlowdown = 1.25;
+constexpr double kMargin = 0.03, kSlowdown = 1.25, kProbeSpacing = 16.0;
 }  // namespace
 
 ThreadTuner::ThreadTuner(int max_threads, int start)
@@ -221,6 +221,9 @@ void ThreadTuner::Record(double seconds) {
   ++block_steps_;
   if (block_steps_ < kBlockSteps || block_seconds_ < kBlockSeconds) return;
   const double mean = block_seconds_ / static_cast<double>(block_steps_);
+  // A probe lasts a block and may step it slower: spaced by kProbeSpacing blocks at least, so
+  // probes cost a few percent also where a block is long (heavy envs: 16 steps of 15 ms).
+  const double spacing = kProbeSpacing * block_seconds_;
   since_probe_ += block_seconds_;
   block_seconds_ = 0.0;
   block_steps_ = 0;
@@ -262,7 +265,7 @@ void ThreadTuner::Record(double seconds) {
     slow_blocks_ = 0;
     interval_ = kFirstInterval;
     StartProbe(-1);
-  } else if (since_probe_ >= interval_ && !slow) {
+  } else if (since_probe_ >= std::max(interval_, spacing) && !slow) {
     StartProbe(direction_);
   }
 }

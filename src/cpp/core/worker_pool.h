@@ -131,7 +131,8 @@ class WorkerPool {
 // Chooses the thread count of each batch step (or async recv cycle) from 1 to `max_threads`. It
 // measures the mean step time over blocks of at least 10 ms and 16 steps (time spent inside batch
 // steps). After an interval with the current choice (20 ms, doubling up to 1 s while the choice
-// holds) it probes a neighbouring count for one block and moves there when the probe's mean is at
+// holds, and at least 16 blocks' time, so that probing costs a few percent where blocks are long)
+// it probes a neighbouring count for one block and moves there when the probe's mean is at
 // least 3% below both the last normal block of the current choice and the block of the current
 // choice right after the probe (so a burst of load that passes does not move it). Two blocks in a
 // row 25% slower than the last normal block (the machine got busy) start a probe of one thread
