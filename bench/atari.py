@@ -221,9 +221,9 @@ def main(argv=None) -> int:
     others = [m for m in methods if m not in ("fastbatch", "native-loop")]
     table = harness.Table(
         ("env", -16),
-        ("N", 4),
-        *((m, 11) for m in methods),
-        *((f"/{m}", 10) for m in others),
+        ("N", 5),
+        *((m, 12) for m in methods),
+        *((f"/{m}", 12) for m in others),
     )
     kind = "raw v5 frames" if args.raw else "84x84 gray, stack 4, skip 4, max-pool, noop 30"
     print(run.header())

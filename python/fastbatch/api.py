@@ -107,10 +107,10 @@ def backend_for(env: Any, backend: str | None = None) -> str:
     otherwise."""
     if backend not in (None, "native", "process"):
         raise ValueError(f"backend must be 'native', 'process' or None, got {backend!r}")
+    if backend != "process" and not REGISTRY.has(env) and not mujoco.is_mujoco_id(env):
+        env_packages.register_native_package_for(env)  # e.g. fastbatch-atari for "ALE/" ids
     if backend is not None:
         return backend
-    if not REGISTRY.has(env) and not mujoco.is_mujoco_id(env):
-        env_packages.register_native_package_for(env)  # e.g. fastbatch-atari for "ALE/" ids
     return "native" if REGISTRY.has(env) or mujoco.is_mujoco_id(env) else "process"
 
 

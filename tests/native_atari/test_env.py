@@ -88,3 +88,56 @@ def test_without_ale_py_the_error_names_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ale_py", None)  # import fails
     with pytest.raises(fastbatch.UnknownEnvError, match=r"'ALE/Pong-v5': .*pip install ale-py"):
         env_packages.register_native_package_for("ALE/Pong-v5")
+
+
+def _preset_env(name: str, num_envs: int):
+    from fastbatch.ppo.presets import PRESETS
+
+    preset = PRESETS[name]
+    return fastbatch.make(
+        preset.env_id, num_envs, backend=preset.backend, **dict(preset.env_kwargs), seed=0
+    )
+
+
+@pytest.mark.no_tsan  # the process preset's worker processes
+def test_the_native_atari_preset_steps_the_process_presets_frames():
+    pytest.importorskip("cv2")
+    native, process = _preset_env("atari_native", 2), _preset_env("atari", 2)
+    try:
+        assert native.single_observation_space == process.single_observation_space
+        np.testing.assert_array_equal(native.reset(seed=3)[0], process.reset(seed=3)[0])
+        rng = np.random.default_rng(3)
+        for t in range(200):
+            actions = rng.integers(0, 4, size=2)
+            ours, theirs = native.step(actions), process.step(actions)
+            for k in range(4):
+                np.testing.assert_array_equal(ours[k], theirs[k], err_msg=f"step {t}, field {k}")
+    finally:
+        native.close()
+        process.close()
+
+
+def test_the_native_atari_preset_trains_through_the_rollout_op(tmp_path, monkeypatch):
+    pytest.importorskip("tensorflow")
+    from fastbatch.ppo import agent, train
+    from fastbatch.ppo.presets import PRESETS
+
+    made = []
+
+    class Recorded(agent.Rollout):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(agent, "Rollout", Recorded)
+
+    config = PRESETS["atari_native"].replace(
+        total_steps=1024,
+        epochs=1,
+        eval_episodes=1,
+        env_kwargs={**dict(PRESETS["atari_native"].env_kwargs), "max_episode_steps": 300},
+    )
+    result = train(config, tmp_path, progress=False)
+    assert result["env_steps"] == 1024 and np.isfinite(result["eval_return"])
+    assert made and all(r.uses_op for r in made)  # uint8 frames through the op, no Python
+    assert made[0].obs_dtype == np.uint8 and made[0].obs_shape == [8, 4, 84, 84]

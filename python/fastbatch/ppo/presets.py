@@ -31,6 +31,34 @@ _SIMPLE_SPREAD = PPOConfig(
     checkpoint_every=100,
 )
 
+# CleanRL's Atari PPO settings on ale-py's env through the process backend (the `atari` preset;
+# `atari_native` runs the same frames on fastbatch-atari's envs).
+_ATARI = PPOConfig(
+    env_id="ALE/Breakout-v5",
+    env_kwargs={
+        "frameskip": 1,
+        "repeat_action_probability": 0.0,
+        "wrappers": ["fastbatch.atari:preprocess"],
+        "frame_stack": 4,
+    },
+    backend="process",
+    cnn="nature",
+    policy_layers=(),
+    value_layers=(),
+    num_envs=8,
+    rollout_steps=128,
+    total_steps=10_000_000,
+    learning_rate=2.5e-4,
+    anneal_lr=True,
+    epochs=4,
+    minibatches=4,
+    clip_ratio=0.1,
+    value_clip=0.1,
+    entropy_coef=0.01,
+    checkpoint_every=100,
+    tf_intra_op_threads=0,  # the CNN's convolutions use every core (1.3x over one here)
+)
+
 # CleanRL's MuJoCo PPO settings: 8 envs x 256 steps, 10 epochs of 32 minibatches, lr 3e-4 annealed.
 _CLEANRL_MUJOCO = PPOConfig(
     backend="native",
@@ -208,30 +236,18 @@ PRESETS: dict[str, PPOConfig] = {
     # annealed, clip 0.1, entropy 0.01, Nature CNN on 84x84 gray frames stacked 4, no sticky
     # actions) through the process backend; `--set env_id=ALE/Pong-v5` for another game
     # (`pip install "fastbatch[atari]"`; fastbatch.atari says where it departs from CleanRL).
-    "atari": PPOConfig(
-        env_id="ALE/Breakout-v5",
+    "atari": _ATARI,
+    # atari_native: the same frames and settings on fastbatch-atari's native envs (the plugins/
+    # atari package; tests/native_atari shows the frames equal the process stack's bit for bit).
+    "atari_native": _ATARI.replace(
         env_kwargs={
             "frameskip": 1,
             "repeat_action_probability": 0.0,
-            "wrappers": ["fastbatch.atari:preprocess"],
+            "atari_preprocessing": True,
+            "fire_reset": True,
             "frame_stack": 4,
         },
-        backend="process",
-        cnn="nature",
-        policy_layers=(),
-        value_layers=(),
-        num_envs=8,
-        rollout_steps=128,
-        total_steps=10_000_000,
-        learning_rate=2.5e-4,
-        anneal_lr=True,
-        epochs=4,
-        minibatches=4,
-        clip_ratio=0.1,
-        value_clip=0.1,
-        entropy_coef=0.01,
-        checkpoint_every=100,
-        tf_intra_op_threads=0,  # the CNN's convolutions use every core (1.3x over one here)
+        backend="native",
     ),
     # simple_spread: mpe2's simple_spread_v3 (3 agents, 25 steps, discrete actions) with one
     # network for every agent, through the process backend (`pip install "fastbatch[agents]"`);
