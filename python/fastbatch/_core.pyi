@@ -222,6 +222,25 @@ class _Deadline:
     def remaining(self) -> float:
         """Seconds left before the process ends (0 once cancelled)."""
 
+class _ThreadTuner:
+    """The native pool's thread tuner (core/worker_pool.h): chooses a count from 1 to
+    ``max_threads`` from the batch-step times it is given, probing neighbouring counts."""
+
+    def __init__(self, max_threads: int, start: int = 0) -> None: ...
+    @property
+    def threads(self) -> int:
+        """The count for the next batch step (the probe's while probing)."""
+
+    @property
+    def chosen(self) -> int:
+        """The count currently judged fastest."""
+
+    def record(self, seconds: float) -> None:
+        """Records the duration of a batch step that ran with ``threads``."""
+
+    def set_probe_cost(self, seconds: float) -> None:
+        """Seconds a probe costs besides its batch steps: probes are spaced by 32 times that."""
+
 def _builtin_env_types() -> dict[str, _EnvType]:
     """Every env compiled into the extension, by id (ids starting with ``_`` are test envs)."""
 

@@ -27,6 +27,7 @@ _PROCESS_OPTIONS = (
     "restart",
     "frame_stack",
     "wrappers",
+    "rebalance",
 )
 
 
@@ -59,7 +60,9 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
     worker process that dies, see ``ProcessVectorEnv``), ``frame_stack`` (gymnasium's
     ``FrameStackObservation`` around each env, in its worker), ``wrappers`` (callables
     ``env -> env`` or ``"module:name"`` paths, around each env in its worker, before the frame
-    stack: ``ProcessVectorEnv``); everything else
+    stack: ``ProcessVectorEnv``), ``rebalance`` (default True: with ``in_parent`` the caller
+    also steps other blocks while that measures faster, e.g. when another program takes a core;
+    envs move by pickling, and envs that would lose their state never move); everything else
     (``max_episode_steps`` included) goes to ``gymnasium.make`` for an id.
     """
     if backend_for(env, backend) == "native":

@@ -16,6 +16,8 @@ from gymnasium.vector import AutoresetMode
 import fastbatch
 
 INFOS = ("lives", "episode_frame_number", "frame_number")
+# The atari_native preset's frames (test_preprocessing.py checks them against gymnasium's).
+PREPROCESSED = {"frameskip": 1, "atari_preprocessing": True, "fire_reset": True, "frame_stack": 4}
 
 
 def _reference(env_id: str, n: int, mode: AutoresetMode, kwargs: dict):
@@ -128,9 +130,10 @@ def test_reset_with_the_same_seed_replays():
 
 @pytest.mark.engine
 @pytest.mark.threads
-def test_identical_for_any_thread_count():
+@pytest.mark.parametrize("kwargs", [{}, PREPROCESSED], ids=["raw", "preprocessed"])
+def test_identical_for_any_thread_count(kwargs):
     def run(workers):
-        env = fastbatch.make("ALE/Breakout-v5", 4, num_workers=workers)
+        env = fastbatch.make("ALE/Breakout-v5", 4, num_workers=workers, **kwargs)
         out = [env.reset(seed=5)[0].copy()]
         rng = np.random.default_rng(1)
         for _ in range(150):
@@ -144,7 +147,8 @@ def test_identical_for_any_thread_count():
 
 @pytest.mark.engine
 @pytest.mark.threads
-def test_async_mode_equals_sync_env_by_env():
+@pytest.mark.parametrize("kwargs", [{}, PREPROCESSED], ids=["raw", "preprocessed"])
+def test_async_mode_equals_sync_env_by_env(kwargs):
     """Each env, given the same action at each of its own steps, sees the same frames whichever
     recv returns it."""
     n, steps = 4, 60
@@ -152,7 +156,7 @@ def test_async_mode_equals_sync_env_by_env():
     def action(env_id: int, t: int) -> int:
         return int(np.random.default_rng([env_id, t]).integers(0, 4))
 
-    sync = fastbatch.make("ALE/Breakout-v5", n)
+    sync = fastbatch.make("ALE/Breakout-v5", n, **kwargs)
     obs, _ = sync.reset(seed=2)
     expected = {i: [obs[i].copy()] for i in range(n)}
     for t in range(steps):
@@ -161,7 +165,7 @@ def test_async_mode_equals_sync_env_by_env():
             expected[i].append(obs[i].copy())
     sync.close()
 
-    env = fastbatch.make("ALE/Breakout-v5", n, batch_size=2, num_workers=2)
+    env = fastbatch.make("ALE/Breakout-v5", n, batch_size=2, num_workers=2, **kwargs)
     obs, _ = env.reset(seed=2)
     seen = {i: [obs[i].copy()] for i in range(n)}
     env.send(np.array([action(i, 0) for i in range(n)]), np.arange(n))

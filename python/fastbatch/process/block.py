@@ -9,15 +9,54 @@ back to the caller through return values.
 
 from __future__ import annotations
 
+import io
 import time
 
+import cloudpickle
+import gymnasium
 import numpy as np
+from gymnasium.utils import EzPickle
 
 from fastbatch._args import NEXT_STEP, SAME_STEP
 from fastbatch.process.shm import leaf_views
 from fastbatch.process.spaces import SpacePlan, env_spaces
 
-__all__ = ["Block"]
+__all__ = ["Block", "NotMovableError", "pickle_to_move"]
+
+# Pickling hooks: an env class that defines one may rebuild itself from less than its state.
+_HOOKS = ("__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__getnewargs_ex__")
+
+
+class NotMovableError(TypeError):
+    """An env cannot move to another process without losing its state."""
+
+
+class _MovePickler(cloudpickle.CloudPickler):
+    """cloudpickle, refusing any object that pickles its recipe rather than its state:
+    gymnasium's EzPickle (MuJoCo and ALE envs, PettingZoo's) pickles its constructor's
+    arguments, so a copy would start afresh, and an env or wrapper class with pickling hooks of
+    its own may do the same."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, EzPickle):
+            raise NotMovableError(
+                f"{type(obj).__qualname__} is an EzPickle: it pickles its constructor's "
+                "arguments, not its state"
+            )
+        if isinstance(obj, gymnasium.Env):
+            for cls in type(obj).__mro__[:-1]:  # all but object
+                hook = next((h for h in _HOOKS if h in vars(cls)), None)
+                if hook is not None:
+                    raise NotMovableError(f"{cls.__qualname__} defines its own {hook}")
+        return super().reducer_override(obj)
+
+
+def pickle_to_move(value) -> bytes:
+    """`value` pickled for another process to go on stepping it; NotMovableError when an env in
+    it would not come out the same (see _MovePickler)."""
+    buffer = io.BytesIO()
+    _MovePickler(buffer).dump(value)
+    return buffer.getvalue()
 
 
 class Block:
@@ -46,6 +85,29 @@ class Block:
         self.obs_values: list = [None] * n  # a pickled space's latest observations
         self.current = 0  # the env being worked on (names the env in error reports)
         self._done_rows_set = False  # whether this block's rows of views["done"] hold a True
+        self.lent: dict | None = None  # what hand_over gave away, until take_over
+
+    # The state a block hands over when another process is to step it (rebalance.py): its envs
+    # and their episode books. Episode start times are perf_counter() readings, which on Linux
+    # come from one system-wide clock, so they stay valid in the other process.
+    _MOVED = ("envs", "needs_reset", "ep_return", "ep_length", "ep_start", "obs_values")
+
+    def hand_over(self) -> dict:
+        """This block's envs and books, for the process that steps them next. The block keeps
+        them aside (``lent``), unstepped, until `take_over` gives it envs again."""
+        state = {name: getattr(self, name) for name in self._MOVED}
+        state["done_rows_set"] = self._done_rows_set
+        self.lent, self.envs = state, []
+        return state
+
+    def take_over(self, state: dict | None) -> None:
+        """Steps from now on the envs and books that another process's `hand_over` gave (the
+        same rows of the shared arrays); None: the ones this block lent, which nobody took."""
+        state = self.lent if state is None else state
+        for name in self._MOVED:
+            setattr(self, name, state[name])
+        self._done_rows_set = state["done_rows_set"]
+        self.lent = None
 
     def _start(self, k: int) -> None:
         self.needs_reset[k] = False

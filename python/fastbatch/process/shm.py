@@ -36,7 +36,11 @@ CMD_SEQ, CMD_SLEEPERS, OP, STATUS, HAS_INFO, ENDED, DONE_SEQ, PIPED = range(8)
 # OP_RESET_PENDING resets like OP_RESET and leaves the envs to reset again on their next step
 # (a restarted worker's envs in NEXT_STEP mode, which just reported truncated=True).
 # OP_CALL runs a call the caller sends on the pipe (get_attr, set_attr, call) on every env.
+# OP_HAND_OVER sends the block's envs and books, pickled, to the caller, which steps them from
+# then on; the worker keeps its copies, unstepped, until OP_TAKE_BACK sends the caller's back (or
+# None: the caller could not take them, the worker's own copies go on). See rebalance.py.
 OP_STEP, OP_RESET, OP_CLOSE, OP_RESET_PENDING, OP_CALL = 1, 2, 3, 4, 5
+OP_HAND_OVER, OP_TAKE_BACK = 6, 7
 # Statuses.
 STATUS_OK, STATUS_ERROR = 0, 1
 # Where a worker's infos are (HAS_INFO): none, in its piped result, or encoded in its info area.

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,6 +35,7 @@ from fastbatch._args import (
 from fastbatch._base import RECV_WITHOUT_SEND, BatchVectorEnv
 from fastbatch.errors import AsyncStateError
 from fastbatch.process import wrapping
+from fastbatch.process.rebalance import Rebalancer
 from fastbatch.process.results import ResultReader
 from fastbatch.process.shm import OP_CALL, OP_RESET, OP_STEP, Layout, leaf_views
 from fastbatch.process.spaces import SpacePlan
@@ -80,6 +82,13 @@ class ProcessVectorEnv(BatchVectorEnv):
     An env that crashes the interpreter in block 0 then takes the caller down, as with
     ``SyncVectorEnv``; a Ctrl-C inside one of its envs leaves the env needing ``reset()``.
 
+    ``rebalance`` (with ``in_parent``; default True): the caller also takes other blocks over
+    from their workers while that measures faster, as when another program takes a core and
+    the workers wait for it, and gives them back later (rebalance.py). Envs move by pickling;
+    envs that would not come out the same (gymnasium's EzPickle envs, such as MuJoCo's and
+    ALE's) never move. ``caller_blocks`` is how many blocks the caller steps now;
+    ``rebalance_off_reason`` why blocks do not move, if they do not.
+
     ``restart=True``: a worker process that dies is replaced by a fresh one that builds its
     envs again from the factories and resets them without a seed. The call in progress still
     returns: the replaced block's rows report ``truncated=True`` (reward 0, terminated False,
@@ -116,8 +125,10 @@ class ProcessVectorEnv(BatchVectorEnv):
         restart: bool = False,
         frame_stack: int | None = None,
         wrappers: Sequence[Callable[[Any], Any] | str] | None = None,
+        rebalance: bool = True,
     ) -> None:
         _check_flag("restart", restart)
+        _check_flag("rebalance", rebalance)
         _check_flag("in_parent", in_parent, allow_none=True)
         start_timeout = _check_seconds("start_timeout", start_timeout)
         liveness_interval = _check_seconds("liveness_interval", liveness_interval)
@@ -179,6 +190,8 @@ class ProcessVectorEnv(BatchVectorEnv):
         self._reader = ResultReader(self._workers, self._workers.obs_plan, stats_key)
         self._every = list(range(workers))
         self._act_leaves = leaf_views(self._workers.views, "actions")
+        can_move = in_parent and not restart and workers > 1
+        self._rebalancer = Rebalancer(self._workers) if rebalance and can_move else None
 
     def _layout(self, obs_space, act_space) -> Layout:
         """The shared layout for these spaces (see spaces.py; the worker set holds the
@@ -201,6 +214,18 @@ class ProcessVectorEnv(BatchVectorEnv):
         """The process id of each block's worker: None for the block the caller steps itself
         (in_parent) and for every block once the env is closed."""
         return [None if p is None else p.pid for p in self._workers.processes]
+
+    @property
+    def caller_blocks(self) -> int:
+        """Blocks of envs the caller steps itself now (in_parent; more while rebalanced)."""
+        return len(self._workers.local_blocks)
+
+    @property
+    def rebalance_off_reason(self) -> str | None:
+        """Why blocks do not move between the caller and the workers (None: they do)."""
+        if self._rebalancer is None:
+            return "rebalance needs in_parent, no restart and more than one worker, or was off"
+        return self._rebalancer.off_reason
 
     @property
     def restarts(self) -> int:
@@ -318,9 +343,15 @@ class ProcessVectorEnv(BatchVectorEnv):
         workers = self._workers
         every = self._every
         workers.settle(self._in_flight)  # a step a Ctrl-C left running must not see new actions
+        rebalancer = self._rebalancer
+        if rebalancer is not None:
+            rebalancer.place()
         arguments = self._write_actions(actions, None, every)
+        start = time.perf_counter()
         self._run(OP_STEP, every, arguments)
         infos, ended = workers.collect(every)
+        if rebalancer is not None:
+            rebalancer.record(time.perf_counter() - start)
         return self._reader.step(slice(None), infos, ended)
 
     def _send_envs(self, actions, env_ids):

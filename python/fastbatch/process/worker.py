@@ -23,7 +23,7 @@ import cloudpickle
 
 from fastbatch import _core
 from fastbatch._infos import block_info
-from fastbatch.process.block import Block
+from fastbatch.process.block import Block, pickle_to_move
 from fastbatch.process.gym_registry import install_registry, quiet_reregistration
 from fastbatch.process.shm import (
     CMD_SEQ,
@@ -37,9 +37,11 @@ from fastbatch.process.shm import (
     OP,
     OP_CALL,
     OP_CLOSE,
+    OP_HAND_OVER,
     OP_RESET,
     OP_RESET_PENDING,
     OP_STEP,
+    OP_TAKE_BACK,
     PIPED,
     STATUS,
     STATUS_ERROR,
@@ -112,6 +114,8 @@ def _run(op: int, conn: Connection, block: Block, info_area) -> tuple[int, int, 
     message to send or None)."""
     result: dict = {}
     try:
+        if block.lent is not None and op not in (OP_TAKE_BACK, OP_CLOSE):
+            block.take_over(None)  # the caller never took what this block handed over
         infos, ended, where = [], 0, INFO_NONE
         if op == OP_STEP:
             infos, ended = block.step(None if block.act_plan.shared else recv_message(conn))
@@ -119,10 +123,14 @@ def _run(op: int, conn: Connection, block: Block, info_area) -> tuple[int, int, 
             infos, ended = block.reset(pending_autoreset=op == OP_RESET_PENDING)
         elif op == OP_CALL:
             result["call"] = block.call(*recv_message(conn))
-        elif op == OP_CLOSE:
+        elif op == OP_CLOSE:  # envs handed over are the caller's to close
             for env in block.envs:
                 env.close()
-        if op != OP_CALL and op != OP_CLOSE and not block.obs_plan.shared:
+        elif op == OP_HAND_OVER:
+            return STATUS_OK, INFO_NONE, 0, _hand_over(block)
+        elif op == OP_TAKE_BACK:
+            block.take_over(recv_message(conn))
+        if op in (OP_STEP, OP_RESET, OP_RESET_PENDING) and not block.obs_plan.shared:
             result["obs"] = block.obs_values
         if infos:  # merged here, in parallel with the other workers: one array per key
             merged = block_info(infos, block.first, len(block.envs))
@@ -134,6 +142,18 @@ def _run(op: int, conn: Connection, block: Block, info_area) -> tuple[int, int, 
     except BaseException as exc:  # reported to the parent
         error = error_message(block.first + block.current, exc)
         return STATUS_ERROR, INFO_NONE, 0, cloudpickle.dumps(error)
+
+
+def _hand_over(block: Block) -> bytes:
+    """The block's envs and books pickled for the caller, which steps them from now on (the
+    block keeps them aside until OP_TAKE_BACK). If they do not pickle, or would not come out the
+    same (NotMovableError), the block keeps its envs and the error is this command's."""
+    state = block.hand_over()
+    try:
+        return pickle_to_move(("result", {"block": state}))
+    except BaseException:
+        block.take_over(None)
+        raise
 
 
 def _serve(index, conn, block, views, layout: Layout, parent_pid) -> None:

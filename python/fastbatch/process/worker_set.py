@@ -65,7 +65,9 @@ class WorkerSet:
     """The workers stepping `len(env_fns)` envs in contiguous blocks, one block per worker.
 
     ``block_bounds[w] : block_bounds[w + 1]`` are the envs of worker ``w``. With ``in_parent``
-    block 0 is stepped by this process (``local_block``), the others by worker processes.
+    block 0 is stepped by this process, the others by worker processes; ``local_blocks`` holds
+    the blocks this process steps (block 0, and those moved here from their workers:
+    rebalance.py), by worker index.
     ``views`` are the shared arrays (see shm.Layout). ``obs_values`` holds each env's latest
     observation when the observation space is pickled (see spaces.py); ``about`` the
     first env's ``metadata`` and ``render_mode``. ``on_fatal`` is called (to close the owner)
@@ -100,9 +102,9 @@ class WorkerSet:
         self.op = shm.OP_STEP  # the operation of the call in progress
         self.processes: list[subprocess.Popen | None] = [None] * num_workers
         self.connections: list[Connection | None] = [None] * num_workers
-        self.local_block: Block | None = None
-        self.local_result: tuple = (None, None, 0, None)  # (error, infos, ended, calls)
-        self.local_interrupted = False  # a Ctrl-C hit an env of local_block: its state is unknown
+        self.local_blocks: dict[int, Block] = {}
+        self.local_results: dict[int, tuple] = {}  # per local block: (error, infos, ended, calls)
+        self.local_interrupted = False  # a Ctrl-C hit an env of a local block: its state is unknown
         self.views: dict = {}
         self.spaces: tuple = ()
         self.about: dict = {}
@@ -155,7 +157,7 @@ class WorkerSet:
         for w in self.remote_workers():
             self._expect(w, "attached")
         if self.in_parent:
-            self.local_block = Block(local_envs, 0, self.mode_code, self.views)
+            self.local_blocks[0] = Block(local_envs, 0, self.mode_code, self.views)
         if not self.restart:  # every worker holds the mapping now; only a restart needs the fd
             os.close(self._memfd)
             self._memfd = -1
@@ -218,31 +220,31 @@ class WorkerSet:
         """Runs `op` (with `arguments`, see `dispatch`) on `workers`: the remote ones in their
         processes while this process steps its own block (in_parent), then waits for them."""
         self.op = op
-        remote = [w for w in workers if self.connections[w] is not None]
+        remote = [w for w in workers if w not in self.local_blocks]
         self.dispatch(op, remote, arguments)
-        if self.local_block is not None and 0 in workers:
-            block, calls = self.local_block, None
-            try:
-                if op == shm.OP_STEP:
-                    entries, ended = block.step(None if arguments is None else arguments[0])
-                elif op == shm.OP_CALL:  # copies, as the workers' results are (pickled)
-                    entries, ended, calls = [], 0, copy.deepcopy(block.call(*arguments[0]))
-                else:
-                    entries, ended = block.reset()
-                # Merged now, while the worker processes may still be stepping.
-                infos = block_info(entries, block.first, len(block.envs)) if entries else None
-                self.local_result = (None, infos, ended, calls)
-            except Exception as exc:  # reported like a worker's error
-                self.local_result = (
-                    error_message(block.first + block.current, exc)[1:],
-                    None,
-                    0,
-                    None,
-                )
-            except BaseException:
-                self.local_interrupted = True
-                raise
+        for w in workers:
+            if w in self.local_blocks:
+                self.local_results[w] = self._run_local(op, self.local_blocks[w], arguments, w)
         self.wait_for(remote)
+
+    def _run_local(self, op: int, block: Block, arguments: dict | None, w: int) -> tuple:
+        """Runs `op` on a block this process steps: (error, infos, episodes ended, calls)."""
+        calls = None
+        try:
+            if op == shm.OP_STEP:
+                entries, ended = block.step(None if arguments is None else arguments[w])
+            elif op == shm.OP_CALL:  # copies, as the workers' results are (pickled)
+                entries, ended, calls = [], 0, copy.deepcopy(block.call(*arguments[w]))
+            else:
+                entries, ended = block.reset()
+            # Merged now, while the worker processes may still be stepping.
+            infos = block_info(entries, block.first, len(block.envs)) if entries else None
+            return (None, infos, ended, calls)
+        except Exception as exc:  # reported like a worker's error
+            return (error_message(block.first + block.current, exc)[1:], None, 0, None)
+        except BaseException:
+            self.local_interrupted = True
+            raise
 
     def wait_for(self, workers: list[int]) -> None:
         """Waits until every worker in `workers` has answered its last command."""
@@ -282,10 +284,10 @@ class WorkerSet:
         """Waits for `workers` and throws their results away."""
         self.wait_for(workers)
         for w in workers:
-            self._read(w)
+            self.read_message(w)
         self.replaced_this_call.difference_update(workers)  # those results are discarded
 
-    def _read(self, w: int) -> tuple | None:
+    def read_message(self, w: int) -> tuple | None:
         """The message remote worker `w` sent for its last command, read once (None: none)."""
         if w not in self.uncollected:
             return None
@@ -306,17 +308,18 @@ class WorkerSet:
         nrows = len(self.env_fns) if rows is None else len(rows)
         for w in workers:
             first, last = self.block_bounds[w], self.block_bounds[w + 1]
-            if self.connections[w] is None:  # the block this process stepped itself
-                local_error, block, local_ended, calls = self.local_result
+            if w in self.local_blocks:  # a block this process stepped itself
+                local_error, block, local_ended, calls = self.local_results[w]
                 ended += local_ended
                 error = error or local_error
                 result = {}
                 if calls is not None:
                     self.call_results[first:last] = calls
-                if not self.local_block.obs_plan.shared:  # copied, as the workers' pickles are
-                    self.obs_values[first:last] = copy.deepcopy(self.local_block.obs_values)
+                local = self.local_blocks[w]
+                if not local.obs_plan.shared:  # copied, as the workers' pickles are
+                    self.obs_values[first:last] = copy.deepcopy(local.obs_values)
             else:
-                message = self._read(w)
+                message = self.read_message(w)
                 result = message[1] if message is not None and message[0] == "result" else {}
                 if message is not None and message[0] == "error":
                     error = error or message[1:]
@@ -427,10 +430,10 @@ class WorkerSet:
         if self.state is SetState.CLOSED:
             return
         self.state = SetState.CLOSED
-        if self.local_block is not None:
-            for env in self.local_block.envs:
+        for block in self.local_blocks.values():
+            for env in block.envs:
                 env.close()
-            self.local_block = None
+        self.local_blocks = {}
         live = [w for w, p in enumerate(self.processes) if p is not None and p.poll() is None]
         if self._control is not None and live:
             try:

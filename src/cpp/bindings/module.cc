@@ -22,6 +22,7 @@
 #include "bindings/spec_dict.h"
 #include "core/plugin_loader.h"
 #include "core/vector_pool.h"
+#include "core/worker_pool.h"
 #include "envs/builtin.h"
 
 namespace py = pybind11;
@@ -181,6 +182,18 @@ void RegisterSharedWords(py::module_& m) {
   m.def("_load_word", &fastbatch::LoadWord, py::arg("address"));
 }
 
+// The native pool's thread tuner, for the process backend's choice of how many blocks of envs
+// the caller steps itself (python/fastbatch/process/rebalance.py): one rule for both backends.
+void RegisterThreadTuner(py::module_& m) {
+  using fastbatch::ThreadTuner;
+  py::class_<ThreadTuner>(m, "_ThreadTuner")
+      .def(py::init<int, int>(), py::arg("max_threads"), py::arg("start") = 0)
+      .def_property_readonly("threads", &ThreadTuner::threads)
+      .def_property_readonly("chosen", &ThreadTuner::chosen)
+      .def("record", &ThreadTuner::Record, py::arg("seconds"))
+      .def("set_probe_cost", &ThreadTuner::set_probe_cost, py::arg("seconds"));
+}
+
 void RegisterDeadline(py::module_& m) {
   using fastbatch::Deadline;
   py::class_<Deadline>(m, "_Deadline")
@@ -204,6 +217,7 @@ PYBIND11_MODULE(_core, m) {
   RegisterSharedWords(m);
   RegisterRngDraws(m);
   RegisterDeadline(m);
+  RegisterThreadTuner(m);
   m.def(
       "_native_loop_seconds",
       [](const fastbatch::EnvType& type, int64_t num_envs, int64_t steps, uint64_t seed,

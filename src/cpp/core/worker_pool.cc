@@ -183,7 +183,7 @@ void WorkerPool::Loop(uint32_t index) {
 namespace {
 constexpr double kFirstInterval = 0.02, kMaxInterval = 1.0, kBlockSeconds = 0.01;
 constexpr int64_t kBlockSteps = 16;
-constexpr double kMargin = 0.03, kSlowdown = 1.25, kProbeSpacing = 16.0;
+constexpr double kMargin = 0.03, kSlowdown = 1.25, kProbeSpacing = 16.0, kProbeCostSpacing = 32.0;
 }  // namespace
 
 ThreadTuner::ThreadTuner(int max_threads, int start)
@@ -223,7 +223,9 @@ void ThreadTuner::Record(double seconds) {
   const double mean = block_seconds_ / static_cast<double>(block_steps_);
   // A probe lasts a block and may step it slower: spaced by kProbeSpacing blocks at least, so
   // probes cost a few percent also where a block is long (heavy envs: 16 steps of 15 ms).
-  const double spacing = kProbeSpacing * block_seconds_;
+  // A probe's own cost (set_probe_cost) is paid back by 32 times its length of stepping.
+  const double cost_spacing = kProbeCostSpacing * probe_cost_;
+  const double spacing = std::max(kProbeSpacing * block_seconds_, cost_spacing);
   since_probe_ += block_seconds_;
   block_seconds_ = 0.0;
   block_steps_ = 0;
@@ -260,7 +262,7 @@ void ThreadTuner::Record(double seconds) {
   const bool slow = chosen_mean_ > 0.0 && mean > kSlowdown * chosen_mean_;
   slow_blocks_ = slow ? slow_blocks_ + 1 : 0;
   if (!slow) chosen_mean_ = mean;
-  if (slow_blocks_ >= 2 && chosen_ > 1) {
+  if (slow_blocks_ >= 2 && chosen_ > 1 && since_probe_ >= cost_spacing) {
     chosen_mean_ = mean;
     slow_blocks_ = 0;
     interval_ = kFirstInterval;

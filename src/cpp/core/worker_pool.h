@@ -21,6 +21,7 @@
 #ifndef FASTBATCH_CORE_WORKER_POOL_H_
 #define FASTBATCH_CORE_WORKER_POOL_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -140,7 +141,9 @@ class WorkerPool {
 // Means, not medians: a descheduled thread shows up as a rare long step. Results never depend on
 // the choice.
 // It starts at `start` (default: max_threads) and never probes above its ceiling (default:
-// max_threads; see set_ceiling).
+// max_threads; see set_ceiling). A probe that costs time outside the batch steps (the process
+// backend moves envs between processes to probe: set_probe_cost) is spaced by at least 32 times
+// that cost, the slowdown's probe included, so that moves take at most a few percent.
 class ThreadTuner {
  public:
   explicit ThreadTuner(int max_threads, int start = 0);
@@ -150,6 +153,9 @@ class ThreadTuner {
   void set_ceiling(int ceiling);
   int ceiling() const { return ceiling_; }
   int max_threads() const { return max_threads_; }
+  // Seconds a probe costs besides its batch steps (switching to the probed count and back);
+  // 0 (the default): none.
+  void set_probe_cost(double seconds) { probe_cost_ = std::max(0.0, seconds); }
 
   // The thread count for the next batch step (the probe's while probing).
   int threads() const { return probing_ ? candidate_ : chosen(); }
@@ -171,6 +177,7 @@ class ThreadTuner {
   bool confirming_ = false;  // the probe won: one more block of chosen_ to beat
   double probe_mean_ = 0.0;  // the winning probe's mean
   double interval_;
+  double probe_cost_ = 0.0;   // seconds a probe costs outside the batch steps (set_probe_cost)
   double since_probe_ = 0.0;  // seconds stepped with the current choice since the last probe
   double chosen_mean_ = 0.0;  // mean step time of the current choice's last block; 0: none yet
   int slow_blocks_ = 0;       // blocks in a row 25% slower than chosen_mean_

@@ -165,6 +165,35 @@ FB_TEST(StartsWhereToldAndNeverProbesAboveItsCeiling) {
   FB_CHECK_EQ(tuner.chosen(), 3);
 }
 
+// A probe that costs time outside the steps (the process backend moves envs between processes)
+// waits 32 times that cost between probes, the slowdown's probe too; the choice still moves.
+FB_TEST(AProbesOwnCostSpacesTheProbes) {
+  ThreadTuner tuner(2);
+  tuner.set_probe_cost(0.05);  // 32 x 50 ms: probes at least 1.6 s of stepping apart
+  int probes = 0;
+  int last = tuner.threads();
+  double elapsed = 0.0;
+  for (; elapsed < 16.0;) {  // two threads are faster: every probe of one thread fails
+    const int threads = tuner.threads();
+    probes += threads != last && threads != tuner.chosen();
+    last = threads;
+    const double seconds = 100e-6 / threads;
+    tuner.Record(seconds);
+    elapsed += seconds;
+  }
+  FB_CHECK_EQ(tuner.chosen(), 2);
+  FB_CHECK_MSG(probes >= 2 && probes <= 10, std::to_string(probes) + " probes in 16 s");
+  // The machine gets busy: the slowdown's probe still comes, after the cost's spacing at most.
+  double busy = 0.0;
+  while (tuner.chosen() != 1 && busy < 10.0) {
+    const double seconds = tuner.threads() == 1 ? 100e-6 : 400e-6;
+    tuner.Record(seconds);
+    busy += seconds;
+  }
+  FB_CHECK_EQ(tuner.chosen(), 1);
+  FB_CHECK_MSG(busy <= 1.7, std::to_string(busy) + " s");
+}
+
 }  // namespace
 }  // namespace fastbatch
 

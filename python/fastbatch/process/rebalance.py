@@ -1,0 +1,121 @@
+"""Rebalancing the process backend: which blocks of envs the caller steps itself.
+
+With ``in_parent`` the caller steps block 0 while worker processes step the others. That is the
+fastest layout while every worker has a core of its own. When another program takes a core, a
+worker that shares it gets a fraction of it, and its part of the batch then takes as long as
+the whole batch does in one process (measured: 0.47x gymnasium's SyncVectorEnv on MinAtar
+Breakout x8 with one of two cores busy). So the caller takes blocks over from their workers when
+that measures faster, and gives them back when the workers are quick again.
+
+The choice is the native pool's rule, written once: a `_core._ThreadTuner` over the number of
+blocks stepped in parallel (1: the caller steps every block; ``num_workers``: each worker its
+own), fed the duration of every batch step. The highest blocks move to the caller first.
+
+A move: the worker pickles its block's envs and episode books (OP_HAND_OVER; block.py's
+`pickle_to_move` refuses envs that would not come out the same, such as gymnasium's EzPickle
+envs: MuJoCo, ALE) and keeps its own copies aside, unstepped; the caller unpickles them and
+steps them on the same rows of the shared arrays. Giving a block back (OP_TAKE_BACK) pickles
+the caller's copies to the worker, which steps them from then on. A worker whose hand-over the
+caller never took (an error, a Ctrl-C) goes on with its own copies at its next command. Results
+are the same whoever steps an env (tests/process/test_rebalance.py). A probe costs two moves:
+the tuner spaces its probes by 32 times that cost.
+
+The first block that cannot move turns rebalancing off for the life of the vector env
+(``off_reason`` says why); the blocks then stay where they are.
+
+Threading: the facade's caller only.
+"""
+
+from __future__ import annotations
+
+import time
+
+from fastbatch import _core
+from fastbatch.process import shm
+from fastbatch.process.block import Block, NotMovableError
+from fastbatch.process.worker_set import WorkerSet
+
+__all__ = ["Rebalancer"]
+
+
+class Rebalancer:
+    """Moves blocks of `workers` between their worker processes and the caller, before each
+    sync batch step, to the placement its tuner measures fastest."""
+
+    def __init__(self, workers: WorkerSet) -> None:
+        self.workers = workers
+        self.tuner = _core._ThreadTuner(workers.num_workers)
+        self.off_reason: str | None = None  # why blocks no longer move (None: they do)
+        self.forced: int | None = None  # tests: a fixed number of blocks stepped in parallel
+
+    @property
+    def caller_blocks(self) -> int:
+        """Blocks the caller steps itself now."""
+        return len(self.workers.local_blocks)
+
+    def place(self) -> None:
+        """Before a batch step: blocks ``parallel ..`` (``parallel`` as the tuner or ``forced``
+        says) move to the caller and blocks ``1 .. parallel - 1`` to their workers."""
+        if self.off_reason is not None:
+            return
+        parallel = self.tuner.threads if self.forced is None else self.forced
+        workers, moved = self.workers, 0
+        start = time.perf_counter()
+        try:
+            for w in range(workers.num_workers - 1, 0, -1):
+                local = w in workers.local_blocks
+                if w >= parallel and not local:
+                    _move_to_caller(workers, w)
+                elif w < parallel and local:
+                    _move_to_worker(workers, w)
+                else:
+                    continue
+                moved += 1
+        except NotMovableError as exc:
+            self.off_reason = str(exc)
+            return
+        if moved:  # a probe moves a block there and back
+            self.tuner.set_probe_cost(2.0 * (time.perf_counter() - start) / moved)
+
+    def record(self, seconds: float) -> None:
+        """The duration of the batch step just taken with the current placement."""
+        if self.off_reason is None and self.forced is None:
+            self.tuner.record(seconds)
+
+
+def _move_to_caller(workers: WorkerSet, w: int) -> None:
+    """Block `w`'s envs move from its worker to this process, which steps them from now on.
+    NotMovableError (nothing moved) when they would not come out the same or do not unpickle."""
+    workers.op = shm.OP_HAND_OVER
+    workers.dispatch(shm.OP_HAND_OVER, [w])
+    workers.wait_for([w])
+    try:
+        message = workers.read_message(w)  # unpickles the envs
+    except Exception as exc:  # the worker goes on with its own copies at its next command
+        raise NotMovableError(f"block {w}'s envs did not unpickle in the caller: {exc}") from exc
+    if message is None or message[0] != "result":
+        reason = message[2].strip().splitlines()[-1] if message else "no answer"
+        raise NotMovableError(f"block {w}'s envs cannot move: {reason}")
+    state = message[1]["block"]
+    first = workers.block_bounds[w]
+    block = Block(state["envs"], first, workers.mode_code, workers.views)
+    block.take_over(state)
+    workers.local_blocks[w] = block
+
+
+def _move_to_worker(workers: WorkerSet, w: int) -> None:
+    """Block `w`'s envs move from this process back to its worker. NotMovableError when they
+    no longer pickle or unpickle: the caller then keeps stepping them."""
+    block = workers.local_blocks.pop(w)
+    state = block.hand_over()
+    try:
+        workers.op = shm.OP_TAKE_BACK
+        workers.dispatch(shm.OP_TAKE_BACK, [w], {w: state})  # pickled before the worker wakes
+        workers.wait_for([w])
+        message = workers.read_message(w)
+        if message is not None and message[0] == "error":
+            raise NotMovableError(message[2].strip().splitlines()[-1])
+    except Exception as exc:
+        block.take_over(None)
+        workers.local_blocks[w] = block
+        raise NotMovableError(f"block {w}'s envs cannot go back to their worker: {exc}") from exc
