@@ -23,8 +23,11 @@ Sections:
   minatar   MinAtar Breakout-v1 and Asterix-v1 (the `minatar` package, ~20-30 us a step) at 8
             and 64 envs, idle and busy: the process backend (default layout) against gymnasium's
             SyncVectorEnv in this process, alternating runs, medians (issue 28's bar: at least
-            1.0x with one core busy). `--layouts`: also the process backend with one worker
-            process (`num_workers=1`) and with a process for every block (`in_parent=False`).
+            1.0x with one core busy). `caller`: the blocks the caller stepped itself at the end
+            of the row, of all blocks (rebalancing moves blocks to it while that is faster).
+            `--layouts`: also the process backend without rebalancing (`rebalance=False`, the
+            default layout before it), with one worker process (`num_workers=1`) and with a
+            process for every block (`in_parent=False`).
   latency   microseconds per batch step with 1 env (CartPole); the CPU an idle pool uses.
 
 Every rate is env steps per second (batch steps x rows per batch), actions drawn before timing,
@@ -55,6 +58,7 @@ MINATAR_SIZES = [8, 64]
 # The process backend's layouts the minatar section can time (`--layouts`: all of them).
 MINATAR_LAYOUTS = {
     "default": {},
+    "rebalance=False": {"rebalance": False},
     "num_workers=1": {"num_workers": 1},
     "in_parent=False": {"in_parent": False},
 }
@@ -259,16 +263,18 @@ def minatar_section(load: str, budget, repeats, layouts=("default",)) -> list[di
                     Stepper(theirs, n, theirs.step, actions, budget),
                     repeats,
                 )
+                caller = f"{ours.caller_blocks}/{ours.num_workers}"
             finally:
                 ours.close()
                 theirs.close()
             rows.append(
                 {"load": load, "env": env_id, "num_envs": n, "layout": layout}
-                | {"process": a, "sync": b}
+                | {"process": a, "sync": b, "caller_blocks": caller}
             )
             ratio = harness.format_ratio(a, b)
             print(
-                MINATAR_TABLE.row(load, env_id, n, f"  {layout}", fmt(a), fmt(b), ratio), flush=True
+                MINATAR_TABLE.row(load, env_id, n, f"  {layout}", fmt(a), fmt(b), ratio, caller),
+                flush=True,
             )
     return rows
 
@@ -318,6 +324,7 @@ MINATAR_TABLE = harness.Table(
     ("process", 10),
     ("Sync", 10),
     ("ratio", 9),
+    ("caller", 8),
 )
 
 
@@ -372,7 +379,7 @@ def main(argv=None) -> int:
         print("\nminatar section skipped: pip install minatar")
     elif "minatar" in sections:
         print("\n" + MINATAR_TABLE.header())
-        layouts = tuple(MINATAR_LAYOUTS) if args.layouts else ("default",)
+        layouts = tuple(MINATAR_LAYOUTS) if args.layouts else ("default", "rebalance=False")
         rows = minatar_section("idle", budget, repeats, layouts)
         with busy_core(busy):
             rows += minatar_section("busy", budget, repeats, layouts)

@@ -16,7 +16,8 @@ from gymnasium.utils import EzPickle
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import fastbatch
-from fastbatch.process.block import NotMovableError, pickle_to_move
+from tests.space_envs import SpaceEnv
+from fastbatch.process.moving import NotMovableError, pickle_to_move, settled
 
 MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED]
 
@@ -91,11 +92,11 @@ def test_placements_move_the_blocks_the_tuner_names():
         env.reset(seed=0)
         assert env.caller_blocks == 1
         rebalancer = env._rebalancer
-        for parallel, local in [(1, {0, 1, 2}), (2, {0, 2}), (3, {0}), (1, {0, 1, 2})]:
+        for parallel, local in [(1, 3), (2, 2), (3, 1), (1, 3), (2, 2)]:
             rebalancer.forced = parallel
             env.step(np.zeros(6, dtype=np.int64))
-            assert set(env._workers.local_blocks) == local
-            assert env.caller_blocks == len(local)
+            assert env.caller_blocks == local
+            assert len(env._workers.local.envs) == 2 * local
         # get_attr, call and set_attr reach the envs wherever they are stepped.
         env.set_attr("marker", list(range(6)))
         assert env.get_attr("marker") == tuple(range(6))
@@ -227,3 +228,62 @@ def test_the_caller_takes_blocks_from_slow_workers_and_gives_them_back(tmp_path)
         assert env.rebalance_off_reason is None
     finally:
         env.close()
+
+
+class Guarded:
+    """A plain object with a property of the same name as one of its attributes' keys."""
+
+    def __init__(self):
+        self.__dict__["value"] = 1
+        self.items = [1, 2]
+        self.same = self.items  # shared: the copy must share too
+
+    @property
+    def value(self):
+        return self.__dict__["value"]
+
+    @value.setter
+    def value(self, v):
+        raise AssertionError("a property setter ran while restoring state")
+
+
+def test_settled_copies_step_the_same_and_keep_shared_references():
+    import cloudpickle
+
+    env = gymnasium.make("CartPole-v1")
+    env.reset(seed=3)
+    copy = settled(cloudpickle.loads(pickle_to_move(env)))
+    for t in range(200):
+        a, b = env.step(t % 2), copy.step(t % 2)
+        np.testing.assert_array_equal(a[0], b[0])
+        assert a[1:4] == b[1:4]
+        if a[2] or a[3]:
+            np.testing.assert_array_equal(env.reset()[0], copy.reset()[0])
+    guarded = settled(Guarded())
+    assert guarded.__dict__["value"] == 1
+    assert guarded.same is guarded.items
+
+
+class TextEnv(SpaceEnv):
+    """SpaceEnv in a pickled space (Text), without its lock: it can move."""
+
+    def __init__(self):
+        super().__init__(gymnasium.spaces.Text(5), gymnasium.spaces.Discrete(2))
+        del self.lock
+
+
+def test_envs_of_a_pickled_space_move_with_their_observations():
+    env = fastbatch.make(TextEnv, 4, backend="process", num_workers=2, in_parent=True)
+    ref = SyncVectorEnv([TextEnv] * 4)
+    try:
+        assert env.reset(seed=1)[0] == ref.reset(seed=1)[0]
+        for t in range(40):
+            env._rebalancer.forced = 1 + (t // 3) % 2
+            actions = np.array([t % 2] * 4)
+            got, want = env.step(actions), ref.step(actions)
+            assert got[0] == want[0]
+            np.testing.assert_array_equal(got[1], want[1].astype(got[1].dtype))
+        assert env.rebalance_off_reason is None
+    finally:
+        env.close()
+        ref.close()

@@ -9,55 +9,15 @@ back to the caller through return values.
 
 from __future__ import annotations
 
-import io
 import time
 
-import cloudpickle
-import gymnasium
 import numpy as np
-from gymnasium.utils import EzPickle
 
 from fastbatch._args import NEXT_STEP, SAME_STEP
 from fastbatch.process.shm import leaf_views
 from fastbatch.process.spaces import SpacePlan, env_spaces
 
-__all__ = ["Block", "NotMovableError", "pickle_to_move"]
-
-# Pickling hooks: an env class that defines one may rebuild itself from less than its state.
-_HOOKS = ("__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__getnewargs_ex__")
-
-
-class NotMovableError(TypeError):
-    """An env cannot move to another process without losing its state."""
-
-
-class _MovePickler(cloudpickle.CloudPickler):
-    """cloudpickle, refusing any object that pickles its recipe rather than its state:
-    gymnasium's EzPickle (MuJoCo and ALE envs, PettingZoo's) pickles its constructor's
-    arguments, so a copy would start afresh, and an env or wrapper class with pickling hooks of
-    its own may do the same."""
-
-    def reducer_override(self, obj):
-        if isinstance(obj, EzPickle):
-            raise NotMovableError(
-                f"{type(obj).__qualname__} is an EzPickle: it pickles its constructor's "
-                "arguments, not its state"
-            )
-        if isinstance(obj, gymnasium.Env):
-            for cls in type(obj).__mro__[:-1]:  # all but object
-                hook = next((h for h in _HOOKS if h in vars(cls)), None)
-                if hook is not None:
-                    raise NotMovableError(f"{cls.__qualname__} defines its own {hook}")
-        return super().reducer_override(obj)
-
-
-def pickle_to_move(value) -> bytes:
-    """`value` pickled for another process to go on stepping it; NotMovableError when an env in
-    it would not come out the same (see _MovePickler)."""
-    buffer = io.BytesIO()
-    _MovePickler(buffer).dump(value)
-    return buffer.getvalue()
-
+__all__ = ["Block"]
 
 class Block:
     """The envs [first, first + len(envs)) of one block and their episode bookkeeping.
@@ -108,6 +68,21 @@ class Block:
             setattr(self, name, state[name])
         self._done_rows_set = state["done_rows_set"]
         self.lent = None
+
+    @staticmethod
+    def joined(head: dict, tail: dict) -> dict:
+        """The state of two neighbouring blocks' `hand_over`s as one block's, `head` first."""
+        state = {name: list(head[name]) + list(tail[name]) for name in Block._MOVED}
+        state["done_rows_set"] = head["done_rows_set"] or tail["done_rows_set"]
+        return state
+
+    @staticmethod
+    def split(state: dict, k: int) -> tuple[dict, dict]:
+        """A `hand_over` state cut after its first `k` envs: (head, tail)."""
+        head = {name: list(state[name][:k]) for name in Block._MOVED}
+        tail = {name: list(state[name][k:]) for name in Block._MOVED}
+        head["done_rows_set"] = tail["done_rows_set"] = state["done_rows_set"]
+        return head, tail
 
     def _start(self, k: int) -> None:
         self.needs_reset[k] = False

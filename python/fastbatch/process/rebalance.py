@@ -9,7 +9,8 @@ that measures faster, and gives them back when the workers are quick again.
 
 The choice is the native pool's rule, written once: a `_core._ThreadTuner` over the number of
 blocks stepped in parallel (1: the caller steps every block; ``num_workers``: each worker its
-own), fed the duration of every batch step. The highest blocks move to the caller first.
+own), fed the duration of every batch step. The caller steps a prefix of the blocks (block 0
+and the ones after it) as one block: a block more in the caller costs no per-block overhead.
 
 A move: the worker pickles its block's envs and episode books (OP_HAND_OVER; block.py's
 `pickle_to_move` refuses envs that would not come out the same, such as gymnasium's EzPickle
@@ -32,7 +33,8 @@ import time
 
 from fastbatch import _core
 from fastbatch.process import shm
-from fastbatch.process.block import Block, NotMovableError
+from fastbatch.process.block import Block
+from fastbatch.process.moving import NotMovableError, settled
 from fastbatch.process.worker_set import WorkerSet
 
 __all__ = ["Rebalancer"]
@@ -48,28 +50,22 @@ class Rebalancer:
         self.off_reason: str | None = None  # why blocks no longer move (None: they do)
         self.forced: int | None = None  # tests: a fixed number of blocks stepped in parallel
 
-    @property
-    def caller_blocks(self) -> int:
-        """Blocks the caller steps itself now."""
-        return len(self.workers.local_blocks)
-
     def place(self) -> None:
-        """Before a batch step: blocks ``parallel ..`` (``parallel`` as the tuner or ``forced``
-        says) move to the caller and blocks ``1 .. parallel - 1`` to their workers."""
+        """Before a batch step: with ``parallel`` blocks stepped in parallel (as the tuner or
+        ``forced`` says), the caller steps blocks ``0 .. num_workers - parallel``, as one block,
+        and the workers the others."""
         if self.off_reason is not None:
             return
         parallel = self.tuner.threads if self.forced is None else self.forced
         workers, moved = self.workers, 0
+        want = workers.num_workers - parallel + 1
         start = time.perf_counter()
         try:
-            for w in range(workers.num_workers - 1, 0, -1):
-                local = w in workers.local_blocks
-                if w >= parallel and not local:
-                    _move_to_caller(workers, w)
-                elif w < parallel and local:
-                    _move_to_worker(workers, w)
+            while workers.local_workers != want:
+                if workers.local_workers < want:
+                    _move_to_caller(workers, workers.local_workers)
                 else:
-                    continue
+                    _move_to_worker(workers, workers.local_workers - 1)
                 moved += 1
         except NotMovableError as exc:
             self.off_reason = str(exc)
@@ -83,9 +79,17 @@ class Rebalancer:
             self.tuner.record(seconds)
 
 
+def _rebuilt(workers: WorkerSet, state: dict) -> None:
+    """The caller's block from now on: `state`'s envs, blocks 0 .. local_workers - 1."""
+    block = Block(state["envs"], 0, workers.mode_code, workers.views)
+    block.take_over(state)
+    workers.local = block
+
+
 def _move_to_caller(workers: WorkerSet, w: int) -> None:
-    """Block `w`'s envs move from its worker to this process, which steps them from now on.
-    NotMovableError (nothing moved) when they would not come out the same or do not unpickle."""
+    """Block `w` (the one after the caller's) moves from its worker to this process, which steps
+    it from now on. NotMovableError (nothing moved) when its envs would not come out the same or
+    do not unpickle here."""
     workers.op = shm.OP_HAND_OVER
     workers.dispatch(shm.OP_HAND_OVER, [w])
     workers.wait_for([w])
@@ -96,26 +100,25 @@ def _move_to_caller(workers: WorkerSet, w: int) -> None:
     if message is None or message[0] != "result":
         reason = message[2].strip().splitlines()[-1] if message else "no answer"
         raise NotMovableError(f"block {w}'s envs cannot move: {reason}")
-    state = message[1]["block"]
-    first = workers.block_bounds[w]
-    block = Block(state["envs"], first, workers.mode_code, workers.views)
-    block.take_over(state)
-    workers.local_blocks[w] = block
+    _rebuilt(workers, Block.joined(workers.local.hand_over(), settled(message[1]["block"])))
+    workers.local_workers = w + 1
 
 
 def _move_to_worker(workers: WorkerSet, w: int) -> None:
-    """Block `w`'s envs move from this process back to its worker. NotMovableError when they
-    no longer pickle or unpickle: the caller then keeps stepping them."""
-    block = workers.local_blocks.pop(w)
-    state = block.hand_over()
+    """Block `w` (the caller's last) moves from this process back to its worker. NotMovableError
+    when its envs no longer pickle or unpickle: the caller then keeps stepping them."""
+    whole = workers.local.hand_over()
+    head, tail = Block.split(whole, workers.block_bounds[w])
     try:
         workers.op = shm.OP_TAKE_BACK
-        workers.dispatch(shm.OP_TAKE_BACK, [w], {w: state})  # pickled before the worker wakes
+        workers.dispatch(shm.OP_TAKE_BACK, [w], {w: tail})  # pickled before the worker wakes
+        workers.local_workers = w
+        _rebuilt(workers, head)  # block w is the worker's from here, even after a Ctrl-C
         workers.wait_for([w])
         message = workers.read_message(w)
         if message is not None and message[0] == "error":
             raise NotMovableError(message[2].strip().splitlines()[-1])
     except Exception as exc:
-        block.take_over(None)
-        workers.local_blocks[w] = block
+        workers.local_workers = w + 1
+        _rebuilt(workers, whole)
         raise NotMovableError(f"block {w}'s envs cannot go back to their worker: {exc}") from exc

@@ -218,7 +218,7 @@ class ProcessVectorEnv(BatchVectorEnv):
     @property
     def caller_blocks(self) -> int:
         """Blocks of envs the caller steps itself now (in_parent; more while rebalanced)."""
-        return len(self._workers.local_blocks)
+        return self._workers.local_workers
 
     @property
     def rebalance_off_reason(self) -> str | None:

@@ -23,7 +23,8 @@ import cloudpickle
 
 from fastbatch import _core
 from fastbatch._infos import block_info
-from fastbatch.process.block import Block, pickle_to_move
+from fastbatch.process.block import Block
+from fastbatch.process.moving import pickle_to_move, settled
 from fastbatch.process.gym_registry import install_registry, quiet_reregistration
 from fastbatch.process.shm import (
     CMD_SEQ,
@@ -129,7 +130,7 @@ def _run(op: int, conn: Connection, block: Block, info_area) -> tuple[int, int, 
         elif op == OP_HAND_OVER:
             return STATUS_OK, INFO_NONE, 0, _hand_over(block)
         elif op == OP_TAKE_BACK:
-            block.take_over(recv_message(conn))
+            block.take_over(settled(recv_message(conn)))
         if op in (OP_STEP, OP_RESET, OP_RESET_PENDING) and not block.obs_plan.shared:
             result["obs"] = block.obs_values
         if infos:  # merged here, in parallel with the other workers: one array per key

@@ -65,9 +65,9 @@ class WorkerSet:
     """The workers stepping `len(env_fns)` envs in contiguous blocks, one block per worker.
 
     ``block_bounds[w] : block_bounds[w + 1]`` are the envs of worker ``w``. With ``in_parent``
-    block 0 is stepped by this process, the others by worker processes; ``local_blocks`` holds
-    the blocks this process steps (block 0, and those moved here from their workers:
-    rebalance.py), by worker index.
+    block 0 is stepped by this process, the others by worker processes. This process steps
+    blocks ``0 .. local_workers - 1`` as one block, ``local`` (block 0, and the blocks after it
+    that rebalance.py moved here from their workers).
     ``views`` are the shared arrays (see shm.Layout). ``obs_values`` holds each env's latest
     observation when the observation space is pickled (see spaces.py); ``about`` the
     first env's ``metadata`` and ``render_mode``. ``on_fatal`` is called (to close the owner)
@@ -102,9 +102,10 @@ class WorkerSet:
         self.op = shm.OP_STEP  # the operation of the call in progress
         self.processes: list[subprocess.Popen | None] = [None] * num_workers
         self.connections: list[Connection | None] = [None] * num_workers
-        self.local_blocks: dict[int, Block] = {}
-        self.local_results: dict[int, tuple] = {}  # per local block: (error, infos, ended, calls)
-        self.local_interrupted = False  # a Ctrl-C hit an env of a local block: its state is unknown
+        self.local: Block | None = None  # the envs of blocks 0 .. local_workers - 1
+        self.local_workers = 0
+        self.local_result: tuple = (None, None, 0, None)  # (error, infos, ended, calls)
+        self.local_interrupted = False  # a Ctrl-C hit an env of `local`: its state is unknown
         self.views: dict = {}
         self.spaces: tuple = ()
         self.about: dict = {}
@@ -157,7 +158,8 @@ class WorkerSet:
         for w in self.remote_workers():
             self._expect(w, "attached")
         if self.in_parent:
-            self.local_blocks[0] = Block(local_envs, 0, self.mode_code, self.views)
+            self.local = Block(local_envs, 0, self.mode_code, self.views)
+            self.local_workers = 1
         if not self.restart:  # every worker holds the mapping now; only a restart needs the fd
             os.close(self._memfd)
             self._memfd = -1
@@ -220,21 +222,21 @@ class WorkerSet:
         """Runs `op` (with `arguments`, see `dispatch`) on `workers`: the remote ones in their
         processes while this process steps its own block (in_parent), then waits for them."""
         self.op = op
-        remote = [w for w in workers if w not in self.local_blocks]
+        remote = [w for w in workers if w >= self.local_workers]
         self.dispatch(op, remote, arguments)
-        for w in workers:
-            if w in self.local_blocks:
-                self.local_results[w] = self._run_local(op, self.local_blocks[w], arguments, w)
+        local = [w for w in workers if w < self.local_workers]
+        if local:
+            self.local_result = self._run_local(op, _joined(arguments, local, op))
         self.wait_for(remote)
 
-    def _run_local(self, op: int, block: Block, arguments: dict | None, w: int) -> tuple:
-        """Runs `op` on a block this process steps: (error, infos, episodes ended, calls)."""
-        calls = None
+    def _run_local(self, op: int, argument) -> tuple:
+        """Runs `op` on the envs this process steps: (error, infos, episodes ended, calls)."""
+        block, calls = self.local, None
         try:
             if op == shm.OP_STEP:
-                entries, ended = block.step(None if arguments is None else arguments[w])
+                entries, ended = block.step(argument)
             elif op == shm.OP_CALL:  # copies, as the workers' results are (pickled)
-                entries, ended, calls = [], 0, copy.deepcopy(block.call(*arguments[w]))
+                entries, ended, calls = [], 0, copy.deepcopy(block.call(*argument))
             else:
                 entries, ended = block.reset()
             # Merged now, while the worker processes may still be stepping.
@@ -306,18 +308,22 @@ class WorkerSet:
         infos: dict[str, Any] = {}
         ended, error = 0, None
         nrows = len(self.env_fns) if rows is None else len(rows)
+        local_seen = False
         for w in workers:
             first, last = self.block_bounds[w], self.block_bounds[w + 1]
-            if w in self.local_blocks:  # a block this process stepped itself
-                local_error, block, local_ended, calls = self.local_results[w]
+            if w < self.local_workers:  # the envs this process stepped itself, reported once
+                if local_seen:
+                    continue
+                local_seen, first = True, 0
+                last = self.block_bounds[self.local_workers]
+                local_error, block, local_ended, calls = self.local_result
                 ended += local_ended
                 error = error or local_error
                 result = {}
                 if calls is not None:
                     self.call_results[first:last] = calls
-                local = self.local_blocks[w]
-                if not local.obs_plan.shared:  # copied, as the workers' pickles are
-                    self.obs_values[first:last] = copy.deepcopy(local.obs_values)
+                if not self.local.obs_plan.shared:  # copied, as the workers' pickles are
+                    self.obs_values[first:last] = copy.deepcopy(self.local.obs_values)
             else:
                 message = self.read_message(w)
                 result = message[1] if message is not None and message[0] == "result" else {}
@@ -430,10 +436,10 @@ class WorkerSet:
         if self.state is SetState.CLOSED:
             return
         self.state = SetState.CLOSED
-        for block in self.local_blocks.values():
-            for env in block.envs:
+        if self.local is not None:
+            for env in self.local.envs:
                 env.close()
-        self.local_blocks = {}
+            self.local = None
         live = [w for w, p in enumerate(self.processes) if p is not None and p.poll() is None]
         if self._control is not None and live:
             try:
@@ -464,3 +470,16 @@ class WorkerSet:
             except BufferError:  # a caller still holds a view: the mapping goes with it
                 pass
             self._memory = None
+
+
+def _joined(arguments: dict | None, workers: list[int], op: int):
+    """The argument of the caller's own envs (blocks `workers`, in order) from the workers' ones:
+    a pickled space's actions, one list; a call, its values joined."""
+    if arguments is None:
+        return None
+    if op == shm.OP_CALL:
+        name, values, args, kwargs = arguments[workers[0]]
+        if values is not None:
+            values = [v for w in workers for v in arguments[w][1]]
+        return name, values, args, kwargs
+    return [a for w in workers for a in arguments[w]]
