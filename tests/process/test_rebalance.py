@@ -16,8 +16,8 @@ from gymnasium.utils import EzPickle
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import fastbatch
-from tests.space_envs import SpaceEnv
 from fastbatch.process.moving import NotMovableError, pickle_to_move, settled
+from tests.space_envs import SpaceEnv
 
 MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED]
 
@@ -206,7 +206,10 @@ def test_the_caller_takes_blocks_from_slow_workers_and_gives_them_back(tmp_path)
     flag.touch()
     pid = os.getpid()
     env = fastbatch.make(
-        lambda: SlowInWorkersEnv(pid, str(flag)), 4, backend="process", num_workers=2,
+        lambda: SlowInWorkersEnv(pid, str(flag)),
+        4,
+        backend="process",
+        num_workers=2,
         in_parent=True,
     )
 

@@ -19,6 +19,7 @@ from fastbatch.process.spaces import SpacePlan, env_spaces
 
 __all__ = ["Block"]
 
+
 class Block:
     """The envs [first, first + len(envs)) of one block and their episode bookkeeping.
 

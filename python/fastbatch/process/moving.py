@@ -70,7 +70,7 @@ _ATOMIC = (type(None), bool, int, float, complex, str, bytes, type, range)
 
 
 def _rebuilt(x, memo: dict):
-    if isinstance(x, _ATOMIC) or callable(x) and not hasattr(x, "__dict__"):
+    if isinstance(x, _ATOMIC) or (callable(x) and not hasattr(x, "__dict__")):
         return x
     key = id(x)
     if key in memo:

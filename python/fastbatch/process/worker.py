@@ -24,8 +24,8 @@ import cloudpickle
 from fastbatch import _core
 from fastbatch._infos import block_info
 from fastbatch.process.block import Block
-from fastbatch.process.moving import pickle_to_move, settled
 from fastbatch.process.gym_registry import install_registry, quiet_reregistration
+from fastbatch.process.moving import pickle_to_move, settled
 from fastbatch.process.shm import (
     CMD_SEQ,
     DONE_SEQ,
