@@ -58,7 +58,7 @@ def test_the_area_resize_equals_opencvs(shape, size):
         np.testing.assert_array_equal(_resize(image, *size), expected)
 
 
-def _reference(env_id, n, autoreset, wrapper_kwargs, fire_reset, env_kwargs):
+def _reference(env_id, n, autoreset, wrapper_kwargs, fire_reset, env_kwargs, episodic_life):
     import ale_py
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
@@ -70,6 +70,10 @@ def _reference(env_id, n, autoreset, wrapper_kwargs, fire_reset, env_kwargs):
         env = AtariPreprocessing(
             gymnasium.make(env_id, frameskip=1, **env_kwargs), **wrapper_kwargs
         )
+        if episodic_life:  # CleanRL's order: episodic life inside the fire reset
+            env = pytest.importorskip("stable_baselines3.common.atari_wrappers").EpisodicLifeEnv(
+                env
+            )
         return FrameStackObservation(FireOnReset(env) if fire_reset else env, 4)
 
     return gymnasium.vector.SyncVectorEnv([one for _ in range(n)], autoreset_mode=autoreset)
@@ -82,8 +86,12 @@ def _lockstep(
     autoreset=AutoresetMode.NEXT_STEP,
     fire_reset=False,
     env_kwargs=None,
+    episodic_life=False,
+    reward_clip=False,
     **wrapper_kwargs,
 ):
+    """Steps both stacks with the same random actions; returns the episodes ended. With
+    `reward_clip` our rewards are the reference's signs and info["reward"] its rewards."""
     n, seed = 3, 21
     env_kwargs = {"max_num_frames_per_episode": 2400, **(env_kwargs or {})}
     ours = fastbatch.make(
@@ -92,13 +100,15 @@ def _lockstep(
         frameskip=1,
         atari_preprocessing=True,
         fire_reset=fire_reset,
+        episodic_life=episodic_life,
+        reward_clip=reward_clip,
         frame_stack=4,
         autoreset_mode=autoreset,
         num_workers=2,
         **env_kwargs,
         **wrapper_kwargs,
     )
-    theirs = _reference(env_id, n, autoreset, wrapper_kwargs, fire_reset, env_kwargs)
+    theirs = _reference(env_id, n, autoreset, wrapper_kwargs, fire_reset, env_kwargs, episodic_life)
     try:
         assert ours.single_observation_space == theirs.single_observation_space
         obs, info = ours.reset(seed=seed)
@@ -110,6 +120,9 @@ def _lockstep(
         for t in range(steps):
             actions = rng.integers(0, ours.single_action_space.n, size=n)
             got, ref = ours.step(actions), theirs.step(actions)
+            if reward_clip:
+                np.testing.assert_array_equal(got[4]["reward"], ref[1], err_msg=f"step {t}")
+                ref = (ref[0], np.sign(ref[1]), *ref[2:])
             for k, name in enumerate(("obs", "reward", "terminated", "truncated")):
                 np.testing.assert_array_equal(got[k], ref[k], err_msg=f"step {t}: {name}")
             for key in ("lives", "episode_frame_number", "frame_number"):
@@ -127,6 +140,21 @@ def _lockstep(
 
 def test_cleanrls_stack_on_breakout_with_fire_resets():
     assert _lockstep("ALE/Breakout-v5", 500, fire_reset=True) >= 3
+
+
+@pytest.mark.parametrize("autoreset", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_envpools_conventions_episodic_life_and_clipped_rewards(autoreset):
+    """CleanRL's whole stack (SB3's EpisodicLifeEnv inside the fire reset, rewards by sign):
+    a lost life ends an episode and the game goes on with a NOOP step."""
+    ended = _lockstep(
+        "ALE/Breakout-v5",
+        600,
+        autoreset=autoreset,
+        fire_reset=True,
+        episodic_life=True,
+        reward_clip=True,
+    )
+    assert ended >= 10  # 3 envs: lives lost, not only whole games
 
 
 def test_pong_to_the_frame_limit_and_same_step_mode():
@@ -154,6 +182,16 @@ def test_wrapper_kwargs_equal_gymnasium(kwargs):
         ({"atari_preprocessing": True}, r"frameskip=1"),  # the game still skips 4 frames
         ({"atari_preprocessing": True, "frameskip": 1, "obs_type": "ram"}, r"obs_type='ram'"),
         ({"atari_preprocessing": True, "frameskip": 1, "screen_size": 200}, r"screen_size"),
+        ({"episodic_life": True}, r"episodic_life applies with atari_preprocessing=True"),
+        (
+            {
+                "atari_preprocessing": True,
+                "frameskip": 1,
+                "episodic_life": True,
+                "terminal_on_life_loss": True,
+            },
+            r"pick one",
+        ),
     ],
 )
 def test_inconsistent_preprocessing_params_are_refused(kwargs, match):

@@ -7,18 +7,23 @@
 // game's minimal action set), `mode` and `difficulty` (-1 for gymnasium's None: the game's
 // default; a value the game lacks is a ValueError naming the game's values), `obs_type` ("rgb":
 // (210, 160, 3), "grayscale": (210, 160), "ram": (128,); uint8), `max_num_frames_per_episode`
-// (108000; 0 for none: ALE truncates after that many frames). Not offered: a stochastic frameskip
+// (108000; 0 for none: ALE truncates after that many frames), `reward_clip` (False: rewards
+// by their sign, as Stable-Baselines3's ClipRewardEnv, the raw reward in info "reward", as
+// EnvPool does). Not offered: a stochastic frameskip
 // tuple, `continuous`, `sound_obs`, human rendering.
 //
 // Params of the preprocessing, AtariPreprocessing's kwargs and defaults, taken only with
 // `atari_preprocessing=True` (set without it, they are refused): `noop_max` (30), `frame_skip`
 // (4; the game's `frameskip` must then be 1, as the wrapper requires), `screen_size` (84: square
 // frames), `terminal_on_life_loss` (False), `grayscale_obs` (True; False needs obs_type "rgb"),
-// `grayscale_newaxis` (False), and `fire_reset` (False: fastbatch.atari.FireOnReset around it).
+// `grayscale_newaxis` (False), `episodic_life` (False: Stable-Baselines3's EpisodicLifeEnv
+// around it, see preprocessing.h) and `fire_reset` (False: fastbatch.atari.FireOnReset around
+// both).
 // Observations: (s, s) gray, (s, s, 1) with the new axis, or (s, s, 3) RGB, uint8 (`scale_obs`
 // is not offered: networks scale uint8 frames themselves). Stack them with `frame_stack=4`.
 //
-// Infos: `lives`, `episode_frame_number`, `frame_number` (float64, as every native info).
+// Infos: `lives`, `episode_frame_number`, `frame_number`, and with reward_clip `reward` (float64,
+// as every native info).
 //
 // Seeding, as ale-py's env (seed_words.h): a reset the pool seeded (`reset(seed=...)`) seeds
 // ALE and ale-py's generator from the seed and loads the ROM again; a reset it did not seed
@@ -62,6 +67,7 @@ inline fastbatch::ParamList& AddPreprocessingParams(fastbatch::ParamList& params
       .Bool("terminal_on_life_loss", false)
       .Bool("grayscale_obs", true)
       .Bool("grayscale_newaxis", false)
+      .Bool("episodic_life", false)
       .Bool("fire_reset", false);
 }
 
@@ -75,7 +81,8 @@ inline fastbatch::ParamList AtariParams(const Game& game) {
       .Int("mode", -1, -1, Largest(settings->getAvailableModes()))
       .Int("difficulty", -1, -1, Largest(settings->getAvailableDifficulties()))
       .Choice("obs_type", {"rgb", "grayscale", "ram"}, "rgb")
-      .Int("max_num_frames_per_episode", 108000, 0, INT32_MAX);
+      .Int("max_num_frames_per_episode", 108000, 0, INT32_MAX)
+      .Bool("reward_clip", false);
   return AddPreprocessingParams(params);
 }
 
@@ -107,6 +114,12 @@ inline std::unique_ptr<PreprocessingSettings> PreprocessingOf(const fastbatch::P
   settings->frame_skip = static_cast<int>(p.Int("frame_skip"));
   settings->screen_size = p.Int("screen_size");
   settings->terminal_on_life_loss = p.Bool("terminal_on_life_loss");
+  settings->episodic_life = p.Bool("episodic_life");
+  if (settings->episodic_life && settings->terminal_on_life_loss) {
+    throw std::invalid_argument(
+        "episodic_life and terminal_on_life_loss both end episodes at a lost life: pick one "
+        "(episodic_life goes on with the lives left, terminal_on_life_loss resets the game)");
+  }
   settings->grayscale_obs = p.Bool("grayscale_obs");
   settings->fire_reset = p.Bool("fire_reset");
   return settings;
@@ -131,12 +144,14 @@ inline fastbatch::Spec AtariSpec(const Game& game, const fastbatch::Params& p) {
       p.Bool("full_action_space")
           ? kFullActionSpace
           : static_cast<int64_t>(SettingsOf(game)->getMinimalActionSet().size());
-  return fastbatch::Spec(std::string("ALE/") + game.name + "-v5")
-      .Observation(fastbatch::Box(ObservationShape(p), 0.0, 255.0))
-      .Action(fastbatch::Discrete(actions))
-      .Info("lives")
-      .Info("episode_frame_number")
-      .Info("frame_number");
+  auto spec = fastbatch::Spec(std::string("ALE/") + game.name + "-v5")
+                  .Observation(fastbatch::Box(ObservationShape(p), 0.0, 255.0))
+                  .Action(fastbatch::Discrete(actions))
+                  .Info("lives")
+                  .Info("episode_frame_number")
+                  .Info("frame_number");
+  if (p.Bool("reward_clip")) spec.Info("reward");  // the reward before clipping
+  return spec;
 }
 
 inline GameSettings GameSettingsOf(const fastbatch::Params& p) {
@@ -156,7 +171,9 @@ class AtariEnv {
   using ActionType = int64_t;
 
   AtariEnv(const Game& game, const fastbatch::Params& p)
-      : obs_kind_(ObsKindOf(p)), game_(std::make_unique<AleGame>(game, GameSettingsOf(p))) {
+      : obs_kind_(ObsKindOf(p)),
+        reward_clip_(p.Bool("reward_clip")),
+        game_(std::make_unique<AleGame>(game, GameSettingsOf(p))) {
     if (const auto settings = PreprocessingOf(p)) {
       preprocessing_ = std::make_unique<Preprocessing>(*game_, *settings);
     }
@@ -179,6 +196,7 @@ class AtariEnv {
       game_->WriteObs(obs_kind_, obs);
     }
     game_->WriteInfo(info);
+    if (reward_clip_) info[kRawRewardInfo] = 0.0;
   }
 
   fastbatch::StepResult Step(int64_t action, uint8_t* obs, double* info) {
@@ -190,11 +208,17 @@ class AtariEnv {
       game_->WriteObs(obs_kind_, obs);
     }
     game_->WriteInfo(info);
-    return {r.reward, r.terminated, r.truncated};
+    if (!reward_clip_) return {r.reward, r.terminated, r.truncated};
+    info[kRawRewardInfo] = r.reward;  // EnvPool's convention: the raw reward in the infos
+    const double sign = r.reward > 0.0 ? 1.0 : r.reward < 0.0 ? -1.0 : 0.0;
+    return {sign, r.terminated, r.truncated};
   }
 
  private:
+  static constexpr int kRawRewardInfo = 3;  // after lives, episode_frame_number, frame_number
+
   ObsKind obs_kind_;
+  bool reward_clip_;                              // rewards by their sign (SB3's ClipRewardEnv)
   std::unique_ptr<AleGame> game_;                 // on the heap: the env moves, the game does not
   std::unique_ptr<Preprocessing> preprocessing_;  // null without atari_preprocessing
   fb_rng left_{};                                 // the generator's state after the last seed

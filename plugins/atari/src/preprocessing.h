@@ -11,9 +11,14 @@
 //   those steps go to buffers 1 and 0; the observation is buffer 0 max-pooled in place with
 //   buffer 1 (when frame_skip > 1) and resized with OpenCV's INTER_AREA (resize_area.h). A step
 //   that stops early leaves the buffers as they were, as the wrapper does.
-// - `fire_reset` (fastbatch.atari.FireOnReset): in games whose action 1 is FIRE (and which have
-//   3 actions or more), after every reset, steps with actions 1 then 2, resetting (unseeded)
-//   where one of them ends the episode.
+// - `episodic_life` (Stable-Baselines3's `EpisodicLifeEnv`, in CleanRL's and EnvPool's Atari
+//   stacks), around the above: a step that loses a life (and leaves some) reports terminated;
+//   the reset after it, unless the game itself ended (or the reset has a seed: fastbatch's
+//   choice, SB3's wrapper ignores the seed there), is one NOOP step of the above (a real reset
+//   if that step ends the episode), so the game goes on with the lives it has left.
+// - `fire_reset` (fastbatch.atari.FireOnReset), around both: in games whose action 1 is FIRE
+//   (and which have 3 actions or more), after every reset, steps with actions 1 then 2,
+//   resetting (unseeded) where one of them ends the episode.
 #ifndef FASTBATCH_ATARI_PREPROCESSING_H_
 #define FASTBATCH_ATARI_PREPROCESSING_H_
 
@@ -35,6 +40,7 @@ struct PreprocessingSettings {
   int64_t screen_size = 84;
   bool terminal_on_life_loss = false;
   bool grayscale_obs = true;
+  bool episodic_life = false;
   bool fire_reset = false;
 };
 
@@ -61,15 +67,39 @@ class Preprocessing {
 
   // `seeds`: the reset's seed words, or null for an unseeded reset.
   void Reset(const SeedWords* seeds, uint8_t* obs) {
-    ResetOnce(seeds, obs);
+    ResetLife(seeds, obs);
     if (!fire_) return;
     for (const int64_t action : {int64_t{1}, int64_t{2}}) {
       const FrameResult r = Step(action, obs);
-      if (r.terminated || r.truncated) ResetOnce(nullptr, obs);
+      if (r.terminated || r.truncated) ResetLife(nullptr, obs);
     }
   }
 
+  // A step of the whole stack (the wrapper's, then episodic_life's).
   FrameResult Step(int64_t action, uint8_t* obs) {
+    FrameResult r = StepFrames(action, obs);
+    if (!settings_.episodic_life) return r;
+    real_done_ = r.terminated || r.truncated;
+    const int lives = game_.lives();
+    if (lives > 0 && lives < episode_lives_) r.terminated = true;
+    episode_lives_ = lives;
+    return r;
+  }
+
+ private:
+  // episodic_life's reset: a NOOP step after a lost life, else the wrapper's reset.
+  void ResetLife(const SeedWords* seeds, uint8_t* obs) {
+    if (!settings_.episodic_life || real_done_ || seeds != nullptr) {
+      ResetOnce(seeds, obs);
+    } else {
+      const FrameResult r = StepFrames(0, obs);
+      if (r.terminated || r.truncated) ResetOnce(nullptr, obs);
+    }
+    episode_lives_ = game_.lives();  // real_done_ stays as the last step left it, as in SB3
+  }
+
+  // A step of AtariPreprocessing.
+  FrameResult StepFrames(int64_t action, uint8_t* obs) {
     FrameResult total{0.0, false, false};
     for (int t = 0; t < settings_.frame_skip; ++t) {
       const FrameResult r = game_.Step(action);
@@ -92,7 +122,6 @@ class Preprocessing {
     return total;
   }
 
- private:
   void ResetOnce(const SeedWords* seeds, uint8_t* obs) {
     Reseed(seeds);
     game_.ResetGame();
@@ -141,6 +170,8 @@ class Preprocessing {
   fastbatch::Rng noop_rng_{&noop_state_};
   int lives_ = 0;
   bool fire_ = false;
+  bool real_done_ = true;  // episodic_life: the last step ended the game itself
+  int episode_lives_ = 0;  // episodic_life: the lives after the last step or reset
 };
 
 }  // namespace fastbatch_atari
