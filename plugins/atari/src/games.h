@@ -1,7 +1,7 @@
 // The games of gymnasium's ALE v5 ids, as ale-py 0.12.1 registers them (`ale_py.registration.
 // register_v5_envs`: every ROM id but the multi-player-only combat, joust, maze_craze and
-// warlords), each with the CamelCase name of its id, "ALE/<name>-v5". tests/atari checks this list
-// against the installed ale-py's registry.
+// warlords), each with the CamelCase name of its id, "ALE/<name>-v5".
+// tests/native_atari/test_env.py checks this list against the installed ale-py's registry.
 #ifndef FASTBATCH_ATARI_GAMES_H_
 #define FASTBATCH_ATARI_GAMES_H_
 

@@ -11,11 +11,12 @@
 //   those steps go to buffers 1 and 0; the observation is buffer 0 max-pooled in place with
 //   buffer 1 (when frame_skip > 1) and resized with OpenCV's INTER_AREA (resize_area.h). A step
 //   that stops early leaves the buffers as they were, as the wrapper does.
-// - `episodic_life` (Stable-Baselines3's `EpisodicLifeEnv`, in CleanRL's and EnvPool's Atari
-//   stacks), around the above: a step that loses a life (and leaves some) reports terminated;
-//   the reset after it, unless the game itself ended (or the reset has a seed: fastbatch's
-//   choice, SB3's wrapper ignores the seed there), is one NOOP step of the above (a real reset
-//   if that step ends the episode), so the game goes on with the lives it has left.
+// - `episodic_life` (Stable-Baselines3's `EpisodicLifeEnv`, as in CleanRL's Atari stack;
+//   EnvPool's episodic life differs: random noops after a lost life), around the above: a step
+//   that loses a life (and leaves some) reports terminated; the reset after it, unless the game
+//   itself ended (or the reset has a seed: fastbatch's choice, SB3's wrapper ignores the seed
+//   there), is one NOOP step of the above (a real reset if that step ends the episode), so the
+//   game goes on with the lives it has left.
 // - `fire_reset` (fastbatch.atari.FireOnReset), around both: in games whose action 1 is FIRE
 //   (and which have 3 actions or more), after every reset, steps with actions 1 then 2,
 //   resetting (unseeded) where one of them ends the episode.
