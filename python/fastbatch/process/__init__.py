@@ -8,6 +8,7 @@ workers; `spawn` starts one and runs its handshake; `block` is one worker's bloc
 and the pipe messages; `worker` is the worker program (``python -m fastbatch.process.worker``).
 """
 
-from fastbatch.process.vector import ProcessVectorEnv, env_factories
+from fastbatch.process.factories import env_factories
+from fastbatch.process.vector import ProcessVectorEnv
 
 __all__ = ["ProcessVectorEnv", "env_factories"]

@@ -59,6 +59,8 @@ class Rebalancer:
         parallel = self.tuner.threads if self.forced is None else self.forced
         workers, moved = self.workers, 0
         want = workers.num_workers - parallel + 1
+        if workers.local_workers == want:  # every step but a probe's first and last
+            return
         start = time.perf_counter()
         try:
             while workers.local_workers != want:

@@ -13,13 +13,11 @@ fit the shared info area, and errors.
 
 from __future__ import annotations
 
-import functools
 import numbers
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
@@ -41,7 +39,7 @@ from fastbatch.process.shm import OP_CALL, OP_RESET, OP_STEP, Layout, leaf_views
 from fastbatch.process.spaces import SpacePlan
 from fastbatch.process.worker_set import WorkerSet
 
-__all__ = ["ProcessVectorEnv", "env_factories"]
+__all__ = ["ProcessVectorEnv"]
 
 _ABANDONED: list[WorkerSet] = []  # worker sets inherited through fork and let go (see _base.py)
 # Methods a call() must not run on the worker envs: the vector env's bookkeeping goes with them.
@@ -467,23 +465,3 @@ class ProcessVectorEnv(BatchVectorEnv):
 
     def __repr__(self) -> str:
         return f"ProcessVectorEnv(num_envs={self.num_envs}, num_workers={self.num_workers})"
-
-
-def env_factories(
-    env_id_or_fns: Any, num_envs: int | None, kwargs: dict[str, Any]
-) -> list[Callable]:
-    """Env constructors for the process backend from an id, one factory, or a list of them."""
-    if isinstance(env_id_or_fns, str):
-        count = positive_int("num_envs", 1 if num_envs is None else num_envs)
-        return [functools.partial(gymnasium.make, env_id_or_fns, **kwargs)] * count
-    if kwargs:
-        raise TypeError(f"env keyword arguments ({', '.join(kwargs)}) apply only to an env id")
-    if callable(env_id_or_fns):
-        count = positive_int("num_envs", 1 if num_envs is None else num_envs)
-        return [env_id_or_fns] * count
-    fns = list(env_id_or_fns)
-    if not fns or not all(callable(f) for f in fns):
-        raise TypeError("expected an env id, an env factory, or a non-empty list of env factories")
-    if num_envs is not None and num_envs != len(fns):
-        raise ValueError(f"num_envs={num_envs} does not match the {len(fns)} factories given")
-    return fns
