@@ -164,7 +164,7 @@ def test_eval_refuses_a_video_of_an_env_that_cannot_render(run, tmp_path):
         str(tmp_path / "x.gif"),
     )
     assert done.returncode != 0
-    assert "cannot record _TestCounter-v0: fastbatch envs do not render" in done.stderr
+    assert "cannot record _TestCounter-v0: it does not draw itself" in done.stderr
 
 
 def test_a_video_format_without_its_writer_names_what_to_install(tmp_path):

@@ -270,6 +270,38 @@ def test_the_image_example_builds_with_the_cmake_package(examples):
     assert fastbatch.make("GridChase-v0", 1).single_observation_space.shape == (3, 8, 8)
 
 
+def test_the_image_example_draws_itself_and_records_a_video(examples, tmp_path):
+    # The README's "Rendering": GridChase's frame is its grid, 16 pixels a cell; the agent's
+    # cell blue, the target's red, walls gray. eval --video records it on the native env.
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    from fastbatch.ppo.video import record_video
+
+    fastbatch.register_native_env(None, examples["grid_chase"], replace=True)
+    env = fastbatch.make("GridChase-v0", 2, size=5, walls=True, render_mode="rgb_array", seed=0)
+    assert env.metadata["render_fps"] == 8.0
+    obs, _ = env.reset()
+    for frame, image in zip(env.render(), obs):
+        assert frame.shape == (80, 80, 3) and frame.dtype == np.uint8
+        cells = frame[8::16, 8::16]  # each cell's centre
+        np.testing.assert_array_equal(np.all(cells == [40, 90, 220], axis=-1), image[0] == 255)
+        np.testing.assert_array_equal(np.all(cells == [220, 50, 40], axis=-1), image[1] == 255)
+        np.testing.assert_array_equal(np.all(cells == 128, axis=-1), image[2] == 255)
+    env.close()
+    returns = record_video(
+        lambda obs, starts: np.zeros(len(obs), np.int64),  # stays: 4 * size steps, no reward
+        "GridChase-v0",
+        tmp_path / "chase.gif",
+        episodes=2,
+        env_kwargs={"size": 5, "reward": "shaped"},
+    )
+    assert returns == pytest.approx([-0.2, -0.2])
+    with Image.open(tmp_path / "chase.gif") as gif:
+        # Pillow merges identical frames (the agent stays): the two episodes' starts differ.
+        assert gif.size == (80, 80) and gif.n_frames >= 2
+
+
 def greedy_moves(obs: np.ndarray) -> np.ndarray:
     """GoalCells' shortest walk: along x first, then y, read off each row's goal offset."""
     dx, dy = obs[:, 2], obs[:, 3]
@@ -355,7 +387,7 @@ def test_plugins_and_sources_of_version_1_keep_working(build):
     v4 = build(PLUGINS / "readme_v1_env.cc", "v1_source_v4_headers")
     assert fastbatch._core._load_plugin(str(v1))[0].abi_version == 1
     assert (
-        fastbatch._core._load_plugin(str(v4))[0].abi_version == fastbatch._core.ABI_VERSION == 6
+        fastbatch._core._load_plugin(str(v4))[0].abi_version == fastbatch._core.ABI_VERSION == 7
     )  # the current headers
     velocities = []
     for name, library in (("ReacherV1-v0", v1), ("ReacherV4-v0", v4)):

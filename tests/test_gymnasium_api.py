@@ -156,7 +156,7 @@ def test_render_without_a_mode_is_none_and_bad_modes_are_refused():
     assert env.render() is None
     with pytest.raises(ValueError, match=r"render_mode in \['rgb_array'\], got 'human'"):
         fastbatch.make("CartPole-v1", 2, render_mode="human")
-    with pytest.raises(ValueError, match="_TestCounter-v0 has no renderer"):
+    with pytest.raises(ValueError, match="_TestCounter-v0 does not render"):
         fastbatch.make("_TestCounter-v0", 2, render_mode="rgb_array")
 
 

@@ -162,6 +162,19 @@ def test_vec_normalize_and_vec_monitor_on_top(tmp_path):
     normalized.close()
 
 
+def test_envs_made_to_render_give_sb3_their_images():
+    pytest.importorskip("pygame")  # gymnasium's classic-control renderer draws the native state
+    made = fastbatch.make("CartPole-v1", 2, render_mode="rgb_array", autoreset_mode="same_step")
+    env = SB3VecEnv(made)
+    env.reset()
+    images = env.get_images()
+    assert len(images) == 2 and all(
+        i.shape == (400, 600, 3) and i.dtype == np.uint8 for i in images
+    )
+    assert env.render(mode="rgb_array").shape[-1] == 3  # SB3 tiles them
+    env.close()
+
+
 def test_the_vec_env_api_answers_what_it_can_and_names_what_it_cannot():
     env = SB3VecEnv(fastbatch.make("CartPole-v1", N, autoreset_mode="same_step"))
     assert env.get_attr("render_mode") == [None] * N and env.render_mode is None
@@ -173,7 +186,7 @@ def test_the_vec_env_api_answers_what_it_can_and_names_what_it_cannot():
         env.set_attr("gravity", 3.0)
     with pytest.raises(NotImplementedError, match="cannot call 'compute_reward'"):
         env.env_method("compute_reward")
-    with pytest.raises(NotImplementedError, match="do not render"):
+    with pytest.raises(NotImplementedError, match="do not render images: make them with render"):
         env.get_images()
     assert env.env_is_wrapped(Monitor) == [True] * N
     assert env.env_is_wrapped(gymnasium.wrappers.TimeLimit, indices=0) == [False]

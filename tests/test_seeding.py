@@ -186,7 +186,7 @@ def rng_plugins(tmp_path_factory) -> Path:
 def test_the_buffered_half_lives_in_each_envs_pool_state(rng_plugins):
     # Each reset and step draws integers(7), random(), integers(-3, 2**33): the half that
     # integers(7) leaves is taken by the next reset or step, through the pool's state.
-    assert _core._load_plugin(str(rng_plugins))[0].abi_version == _core.ABI_VERSION == 6
+    assert _core._load_plugin(str(rng_plugins))[0].abi_version == _core.ABI_VERSION == 7
     env = fastbatch.make("RngDraws-v0", 3, seed=10, num_workers=2)
     rows = [env.reset()[0]] + [env.step(np.zeros(3, np.int64))[0] for _ in range(3)]
     rows += [env.reset()[0], env.reset(seed=[None, 4, None])[0]]

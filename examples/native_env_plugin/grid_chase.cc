@@ -5,6 +5,8 @@
 // Action: Discrete(5): stay, up, down, left, right. Moving into a wall or off the grid stays.
 // Reward: 1 on reaching the target (the episode terminates); with `reward="shaped"` also minus
 // 0.01 per step. The time limit, 4 * size steps, depends on the `size` param, like the spaces.
+// Rendering (`render_mode="rgb_array"`): the grid drawn 16 pixels a cell, the agent blue, the
+// target red, walls gray, on white.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -29,8 +31,11 @@ class GridChase {
     return fastbatch::Spec("GridChase-v0")
         .Observation(fastbatch::Box({3, size, size}, 0.0, 255.0))  // uint8: from ObsType
         .Action(fastbatch::Discrete(5))
-        .MaxEpisodeSteps(4 * size);
+        .MaxEpisodeSteps(4 * size)
+        .Render(static_cast<int32_t>(size * kCell), static_cast<int32_t>(size * kCell), 8.0);
   }
+
+  static constexpr int64_t kCell = 16;  // pixels a side of one cell in the rendered frame
 
   explicit GridChase(const fastbatch::Params& p)
       : size_(p.Int("size")),
@@ -57,6 +62,25 @@ class GridChase {
     Draw(obs);
     const bool reached = ax_ == tx_ && ay_ == ty_;
     return {(reached ? 1.0 : 0.0) - step_cost_, reached};
+  }
+
+  // The frame Spec::Render declares: size * kCell pixels a side, RGB.
+  void Render(uint8_t* rgb) const {
+    const int64_t side = size_ * kCell;
+    for (int64_t py = 0; py < side; ++py) {
+      for (int64_t px = 0; px < side; ++px) {
+        const int64_t x = px / kCell, y = py / kCell;
+        uint8_t color[3] = {255, 255, 255};
+        if (x == ax_ && y == ay_) {
+          color[0] = 40, color[1] = 90, color[2] = 220;
+        } else if (x == tx_ && y == ty_) {
+          color[0] = 220, color[1] = 50, color[2] = 40;
+        } else if (!Free(x, y)) {
+          color[0] = color[1] = color[2] = 128;
+        }
+        std::memcpy(rgb + (py * side + px) * 3, color, 3);
+      }
+    }
   }
 
  private:

@@ -176,6 +176,9 @@ class _VectorPool:
     def set_state(self, env: int, state: npt.NDArray[np.float64]) -> None:
         """Replaces env ``env``'s internal state (float64, ``get_state``'s shape; ABI 5): raises
         IndexError, TypeError, ValueError, NotImplementedError (no ``SetState``), AsyncStateError."""
+    def render(self, env: int) -> npt.NDArray[np.uint8]:
+        """Env ``env`` drawn by itself (ABI 7): a fresh [height, width, 3] uint8 RGB frame; raises
+        IndexError, NotImplementedError (no ``Render``), AsyncStateError, EnvError."""
     def rollout_context(
         self,
         obs: npt.NDArray[Any],

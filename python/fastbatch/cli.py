@@ -281,8 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument(
         "--video",
         metavar="FILE",
-        help="also record episodes to FILE (.gif, or .mp4 with imageio[ffmpeg]), played on "
-        "gymnasium's own env of that id (fastbatch envs do not render)",
+        help="also record episodes to FILE (.gif, or .mp4 with imageio[ffmpeg]), played on one "
+        "native env of that id if it draws itself (fastbatch-atari's), else on gymnasium's own",
     )
     e.add_argument("--video-episodes", type=int, default=1, help="episodes to record (1)")
     e.add_argument(

@@ -101,6 +101,11 @@ def _spec(env_type: Any, env_id: str, defaults: dict[str, Any], renderer: str | 
     """The spec of `env_type` for its declared defaults overridden by `defaults`: read from one
     env made with them when the spec depends on the params."""
     spec = spec_from_dict(env_type.spec, env_id, renderer)
+    if spec.frame is not None and renderer is not None:
+        raise ValueError(
+            f"{env_id} draws itself (its env class has Render), so it takes no renderer= (the "
+            "gymnasium twin that draws envs without Render); leave renderer out"
+        )
     if not defaults:
         return spec
     values = spec.encode_params(defaults)  # make()'s checks, naming the env id

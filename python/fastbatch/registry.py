@@ -111,6 +111,14 @@ class NativeEnvSpec:
     num_agents: int = 1
     """Agents per env (ABI version 6): above 1, a multi-agent env, made with
     `fastbatch.make_agents` (its spaces are one agent's)."""
+    frame: tuple[int, int, float] | None = None
+    """(height, width, fps) of the RGB frame the env draws itself (ABI version 7: its class has
+    ``Render``; fps 0: unknown), for the default params; None: it does not draw itself."""
+
+    @property
+    def renders(self) -> bool:
+        """Whether the env renders: it draws itself (`frame`) or names a `renderer`."""
+        return self.frame is not None or self.renderer is not None
 
     def encode_params(self, kwargs: dict[str, Any]) -> list[float]:
         """The values of every param, in declaration order, for the C ABI: `kwargs` over the
@@ -168,7 +176,15 @@ def spec_from_dict(
         infos={name: int(size) for name, size in raw.get("infos", {}).items()},
         renderer=renderer,
         num_agents=int(raw.get("num_agents", 1)),
+        frame=_frame(raw.get("render")),
     )
+
+
+def _frame(raw: Any) -> tuple[int, int, float] | None:
+    if raw is None:
+        return None
+    height, width, fps = raw
+    return int(height), int(width), float(fps)
 
 
 class RegisteredEnv(NamedTuple):

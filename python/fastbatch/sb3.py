@@ -225,7 +225,14 @@ class SB3VecEnv(VecEnv):
         return [wrapped for _ in self._get_indices(indices)]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
-        raise NotImplementedError("fastbatch envs do not render images")
+        """Every env's frame (SB3's ``render()`` reads them), for envs made with
+        ``render_mode="rgb_array"``."""
+        if self.env.render_mode != "rgb_array":
+            raise NotImplementedError(
+                "these fastbatch envs do not render images: make them with "
+                "render_mode='rgb_array' (fastbatch.make(id, n, render_mode='rgb_array'))"
+            )
+        return list(self.env.render())
 
     def __repr__(self) -> str:
         return f"SB3VecEnv({self.env!r})"

@@ -141,3 +141,17 @@ def test_the_native_atari_preset_trains_through_the_rollout_op(tmp_path, monkeyp
     assert result["env_steps"] == 1024 and np.isfinite(result["eval_return"])
     assert made and all(r.uses_op for r in made)  # uint8 frames through the op, no Python
     assert made[0].obs_dtype == np.uint8 and made[0].obs_shape == [8, 4, 84, 84]
+    # eval --video records the policy on the native env's own screens (render, ABI 7).
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    from fastbatch.ppo.export import load_policy
+    from fastbatch.ppo.video import record_video
+
+    kwargs = {**dict(config.env_kwargs), "max_episode_steps": 40}
+    returns = record_video(
+        load_policy(tmp_path / "policy"), config.env_id, tmp_path / "b.gif", env_kwargs=kwargs
+    )
+    assert len(returns) == 1
+    with Image.open(tmp_path / "b.gif") as gif:
+        assert gif.size == (160, 210) and gif.n_frames > 1

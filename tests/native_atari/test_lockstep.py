@@ -34,6 +34,12 @@ def _assert_infos_equal(ours: dict, theirs: dict, where: str) -> None:
         np.testing.assert_array_equal(ours[key], theirs[key], err_msg=f"{where}: info {key}")
 
 
+def _assert_screens_equal(ours, theirs, where: str) -> None:
+    for i, (got, ref) in enumerate(zip(ours.render(), theirs.render(), strict=True)):
+        assert got.shape == ref.shape == (210, 160, 3), where
+        np.testing.assert_array_equal(got, ref, err_msg=f"{where}: env {i}'s screen")
+
+
 def _lockstep(
     env_id: str,
     steps: int,
@@ -44,7 +50,9 @@ def _lockstep(
     num_workers: int = 2,
     **kwargs,
 ) -> int:
-    """Steps both side by side and compares everything; returns the episodes that ended."""
+    """Steps both side by side and compares everything (the rendered screens every 50 steps);
+    returns the episodes that ended."""
+    kwargs = {"render_mode": "rgb_array", **kwargs}
     ours = fastbatch.make(env_id, n, autoreset_mode=autoreset, num_workers=num_workers, **kwargs)
     theirs = _reference(env_id, n, autoreset, kwargs)
     try:
@@ -66,6 +74,8 @@ def _lockstep(
             np.testing.assert_array_equal(terminated, ref[2], err_msg=f"{where}: terminated")
             np.testing.assert_array_equal(truncated, ref[3], err_msg=f"{where}: truncated")
             _assert_infos_equal(info, ref[4], where)
+            if t % 50 == 0:
+                _assert_screens_equal(ours, theirs, where)
             done = terminated | truncated
             if autoreset == AutoresetMode.SAME_STEP and done.any():
                 for i in np.flatnonzero(done):

@@ -68,7 +68,8 @@ def _reference(env_id, n, autoreset, wrapper_kwargs, fire_reset, env_kwargs, epi
 
     def one():
         env = AtariPreprocessing(
-            gymnasium.make(env_id, frameskip=1, **env_kwargs), **wrapper_kwargs
+            gymnasium.make(env_id, frameskip=1, render_mode="rgb_array", **env_kwargs),
+            **wrapper_kwargs,
         )
         if episodic_life:  # CleanRL's order: episodic life inside the fire reset
             env = pytest.importorskip("stable_baselines3.common.atari_wrappers").EpisodicLifeEnv(
@@ -90,8 +91,9 @@ def _lockstep(
     reward_clip=False,
     **wrapper_kwargs,
 ):
-    """Steps both stacks with the same random actions; returns the episodes ended. With
-    `reward_clip` our rewards are the reference's signs and info["reward"] its rewards."""
+    """Steps both stacks with the same random actions (the screens every 50 steps); returns the
+    episodes ended. With `reward_clip` our rewards are the reference's signs and info["reward"]
+    its rewards."""
     n, seed = 3, 21
     env_kwargs = {"max_num_frames_per_episode": 2400, **(env_kwargs or {})}
     ours = fastbatch.make(
@@ -105,6 +107,7 @@ def _lockstep(
         frame_stack=4,
         autoreset_mode=autoreset,
         num_workers=2,
+        render_mode="rgb_array",
         **env_kwargs,
         **wrapper_kwargs,
     )
@@ -131,6 +134,9 @@ def _lockstep(
             if autoreset == AutoresetMode.SAME_STEP:
                 for i in np.flatnonzero(done):
                     np.testing.assert_array_equal(got[4]["final_obs"][i], ref[4]["final_obs"][i])
+            if t % 50 == 0:  # the screen: the last frame emulated, whatever the preprocessing
+                for got_frame, ref_frame in zip(ours.render(), theirs.render(), strict=True):
+                    np.testing.assert_array_equal(got_frame, ref_frame, err_msg=f"step {t}: screen")
             ended += int(done.sum())
         return ended
     finally:

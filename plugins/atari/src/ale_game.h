@@ -25,6 +25,7 @@ inline constexpr int64_t kScreenWidth = 160;
 inline constexpr int64_t kScreenPixels = kScreenHeight * kScreenWidth;
 inline constexpr int64_t kRamSize = 128;
 inline constexpr int64_t kFullActionSpace = 18;
+inline constexpr double kRenderFps = 30.0;  // ale-py's metadata["render_fps"]
 
 enum class ObsKind { kRgb = 0, kGrayscale = 1, kRam = 2 };
 

@@ -149,8 +149,10 @@ inline fastbatch::Spec AtariSpec(const Game& game, const fastbatch::Params& p) {
                   .Action(fastbatch::Discrete(actions))
                   .Info("lives")
                   .Info("episode_frame_number")
-                  .Info("frame_number");
-  if (p.Bool("reward_clip")) spec.Info("reward");  // the reward before clipping
+                  .Info("frame_number")
+                  .Render(kScreenHeight, kScreenWidth, kRenderFps);  // ale-py's rgb_array
+  // The reward before clipping:
+  if (p.Bool("reward_clip")) spec.Info("reward");
   return spec;
 }
 
@@ -198,6 +200,10 @@ class AtariEnv {
     game_->WriteInfo(info);
     if (reward_clip_) info[kRawRewardInfo] = 0.0;
   }
+
+  // The screen as it is now, in colour (ale-py's `render()` in rgb_array mode: the last frame
+  // emulated, whatever the observation type and preprocessing).
+  void Render(uint8_t* rgb) const { game_->Rgb(rgb); }
 
   fastbatch::StepResult Step(int64_t action, uint8_t* obs, double* info) {
     FrameResult r;

@@ -7,7 +7,9 @@ state: gymnasium's ``env.state`` for classic control, ``qpos ++ qvel`` (``state_
 for MuJoCo). Anything else raises AttributeError listing what there is; ``set_attr`` raises,
 because params are fixed when the envs are made.
 
-Rendering: an env whose spec names a renderer (``NativeEnvSpec.renderer``: the built-in
+Rendering: an env that draws itself (ABI version 7, an env class with ``Render``:
+``NativeEnvSpec.frame``; fastbatch-atari's envs, the plugin example) is drawn by the pool, env
+by env. An env whose spec names a renderer instead (``NativeEnvSpec.renderer``: the built-in
 classic-control and MuJoCo envs, each its own gymnasium id) renders through gymnasium's: one
 gymnasium env of that id is given each native env's state and drawn.
 """
@@ -31,6 +33,9 @@ RENDER_MODES = ("rgb_array",)
 def render_metadata(spec: NativeEnvSpec) -> dict[str, Any]:
     """The env's ``metadata``: its render modes and, when it renders (``spec.renderer``: the
     gymnasium id whose renderer draws it), that renderer's frame rate."""
+    if spec.frame is not None:
+        fps = spec.frame[2]
+        return {"render_modes": list(RENDER_MODES), "render_fps": fps if fps > 0 else None}
     if spec.renderer is None:
         return {"render_modes": []}
     entry_point = gymnasium.spec(spec.renderer).entry_point
@@ -42,11 +47,13 @@ def check_render_mode(spec: NativeEnvSpec, render_mode: str | None) -> None:
     """Refuses a render mode the native env cannot honour, saying what it can."""
     if render_mode is None:
         return
-    if spec.renderer is None:
+    if not spec.renders:
         raise ValueError(
-            f"native env {spec.id} has no renderer (render_mode must be None); the built-in "
-            "classic-control and MuJoCo envs render with render_mode='rgb_array', and a plugin "
-            "with a gymnasium twin can name it: register_native_env(..., renderer=<gymnasium id>)"
+            f"native env {spec.id} does not render (render_mode must be None); the built-in "
+            "classic-control and MuJoCo envs and fastbatch-atari's render with "
+            "render_mode='rgb_array', a plugin renders when its env class has Render "
+            "(fastbatch/env.h, 'Rendering') or names a gymnasium twin: "
+            "register_native_env(..., renderer=<gymnasium id>)"
         )
     if render_mode not in RENDER_MODES:
         raise ValueError(
@@ -111,9 +118,12 @@ class NativeAttributes:
 
     # ------------------------------------------------------------------ rendering
     def render_one(self, index: int) -> np.ndarray | None:
-        """Env `index` drawn by gymnasium's renderer (None without a render mode)."""
+        """Env `index` drawn by itself or by gymnasium's renderer (None without a render
+        mode)."""
         if self.render_mode is None:
             return None
+        if self._venv._spec.frame is not None:
+            return self._venv._pool.render(index)
         renderer = self._renderer_env()
         state = self._venv.get_env_state(index)
         if hasattr(renderer, "set_state") and hasattr(renderer, "model"):  # MuJoCo

@@ -24,9 +24,10 @@ class NativeEnv(gymnasium.Env):
     TimeLimit wrapper with that limit; an id whose limit depends on its params is registered
     without one, so only the env's real limit applies). After an
     episode ends, call ``reset()`` before stepping again (stepping an ended episode raises
-    ValueError). The built-in classic-control and MuJoCo envs render with
-    ``render_mode="rgb_array"`` (gymnasium's renderer draws the native state); other native envs
-    take ``render_mode=None`` only.
+    ValueError). Envs that draw themselves (an env class with ``Render``: fastbatch-atari's, a
+    plugin's) and the built-in classic-control and MuJoCo envs (gymnasium's renderer draws the
+    native state) render with ``render_mode="rgb_array"``; other native envs take
+    ``render_mode=None`` only.
     """
 
     # gymnasium.make checks a render mode against the class's modes; each env narrows its own.

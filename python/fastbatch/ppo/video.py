@@ -1,12 +1,13 @@
 """Episodes of a policy recorded as a video file (`fastbatch eval --video FILE`).
 
-fastbatch's envs do not render: a native env is a row of numbers in a C++ batch, and the process
-backend keeps its envs in worker processes. The recorded episodes are therefore played in this
-process on gymnasium's own env of the same id, made with ``render_mode="rgb_array"``. The
-built-in native envs follow their gymnasium twins' dynamics bit for bit but draw start states
-from their own generator, so the recorded episodes are played afresh, not replayed from the
-evaluation. An env without an ``rgb_array`` renderer (a native plugin, a custom env) cannot be
-recorded, and says so.
+A native env that draws itself (an env class with ``Render``, ABI version 7: fastbatch-atari's
+envs, a plugin's) is played on one such native env, made with the run's env kwargs and
+``render_mode="rgb_array"``. Any other env is played in this process on gymnasium's own env of
+the same id, made with ``render_mode="rgb_array"`` (the process backend keeps its envs in worker
+processes, and the built-in classic-control and MuJoCo envs follow their gymnasium twins'
+dynamics bit for bit). Either way the recorded episodes are played afresh, not replayed from the
+evaluation. An env without an ``rgb_array`` renderer (a native plugin without ``Render``, a
+custom env) cannot be recorded, and says so.
 
 Headless: gymnasium's classic-control envs draw with pygame into an off-screen surface, so they
 record without a display (pygame comes with ``gymnasium[classic-control]``); MuJoCo envs need
@@ -27,7 +28,8 @@ import gymnasium
 import numpy as np
 
 from fastbatch._args import frame_stack_size
-from fastbatch.env_packages import register_package_for
+from fastbatch.env_packages import register_native_package_for, register_package_for
+from fastbatch.native.single import NativeEnv
 from fastbatch.process import wrapping
 from fastbatch.registry import REGISTRY
 
@@ -64,6 +66,8 @@ def check_recordable(env_id: str) -> None:
 
 def _rendering_env(env_id: str, env_kwargs: dict | None = None) -> gymnasium.Env:
     name = env_id.removeprefix("fastbatch/")
+    if _draws_itself(name, env_kwargs or {}):
+        return NativeEnv(name, render_mode="rgb_array", **(env_kwargs or {}))
     if name not in gymnasium.registry:
         register_package_for(name)  # an ALE/, MinAtar/, MiniGrid- id: its package's ids
     try:
@@ -73,8 +77,9 @@ def _rendering_env(env_id: str, env_kwargs: dict | None = None) -> gymnasium.Env
     if spec is None or spec.entry_point is None:
         what = "a native env without a gymnasium twin" if REGISTRY.has(name) else "unknown"
         raise ValueError(
-            f"cannot record {env_id}: fastbatch envs do not render, and the recording plays "
-            f"gymnasium's own env of that id, which is {what} to gymnasium"
+            f"cannot record {env_id}: it does not draw itself (a native env class with Render, "
+            f"fastbatch/env.h), and the recording then plays gymnasium's own env of that id, "
+            f"which is {what} to gymnasium"
         )
     # pygame (gymnasium's classic-control renderer) starts SDL's video and audio drivers,
     # which rgb_array rendering (an off-screen surface) does not use; without a display or a
@@ -91,6 +96,16 @@ def _rendering_env(env_id: str, env_kwargs: dict | None = None) -> gymnasium.Env
         env.close()
         raise ValueError(f"cannot record {env_id}: it has no rgb_array renderer")
     return wrapping.apply(env, *chain)  # the frames drawn are the game's, not the network's
+
+
+def _draws_itself(name: str, env_kwargs: dict) -> bool:
+    """Whether `name` is a native env that draws itself and the run's kwargs are a native
+    env's (a process-backend run's ``wrappers`` play gymnasium's env of the id instead)."""
+    if "wrappers" in env_kwargs:
+        return False
+    if not REGISTRY.has(name):
+        register_native_package_for(name)  # an ALE/ id: fastbatch-atari's envs when installed
+    return REGISTRY.has(name) and REGISTRY.resolve(name).spec.frame is not None
 
 
 def _play(env, policy, episodes: int, seed: int, returns: list[float]) -> Iterator[np.ndarray]:

@@ -157,6 +157,7 @@ void RegisterVectorPool(py::module_& m) {
       .def("infos", &PyVectorPool::Infos, py::arg("which") = "step")
       .def("get_state", &PyVectorPool::GetState, py::arg("env"))
       .def("set_state", &PyVectorPool::SetState, py::arg("env"), py::arg("state"))
+      .def("render", &PyVectorPool::Render, py::arg("env"))
       .def("rollout_context", &PyVectorPool::RolloutContextFor, py::arg("obs"), py::arg("reward"),
            py::arg("terminated"), py::arg("truncated"), py::arg("final_obs"))
       .def("rollout_episodes", &PyVectorPool::RolloutEpisodes)

@@ -349,6 +349,33 @@ void PyVectorPool::SetState(int64_t env, py::handle state) {
   pool_->SetState(env, checked.data(), checked.shape(0));
 }
 
+py::array_t<uint8_t> PyVectorPool::Render(int64_t env) {
+  CallGuard guard(&busy_, &closing_);
+  CheckOpen();
+  const int64_t n = pool_->num_envs();
+  if (env < 0 || env >= n) {
+    throw py::index_error("env index " + std::to_string(env) + " is out of range for " +
+                          std::to_string(n) + " envs");
+  }
+  const FrameSize frame = pool_->frame();
+  if (frame.height == 0) {
+    const std::string id = pool_->spec().id;
+    const uint32_t version = type_.api->abi_version;
+    const std::string why = version < 7
+                                ? "its table was built for ABI version " + std::to_string(version) +
+                                      " (render came in version 7): rebuild it against "
+                                      "this fastbatch's headers"
+                                : "its env class has no `void Render(uint8_t* rgb)` "
+                                  "(fastbatch/env.h, \"Rendering\")";
+    PyErr_SetString(PyExc_NotImplementedError, (id + " does not draw itself: " + why).c_str());
+    throw py::error_already_set();
+  }
+  py::array_t<uint8_t> out({static_cast<py::ssize_t>(frame.height),
+                            static_cast<py::ssize_t>(frame.width), py::ssize_t{3}});
+  pool_->Render(env, out.mutable_data());
+  return out;
+}
+
 void PyVectorPool::Close() {
   closing_.store(true, std::memory_order_release);
   bool acquired = false;

@@ -116,6 +116,10 @@ class PyVectorPool {
   // its state cannot be set, TypeError/ValueError for a bad array, AsyncStateError while the env
   // is in flight, and ValueError with the env's message when it refuses the state.
   void SetState(int64_t env, py::handle state);
+  // Env `env` drawn by the env itself (ABI version 7): a fresh [height, width, 3] uint8 array.
+  // Raises IndexError for a bad index, NotImplementedError naming the env id when it does not
+  // draw itself, AsyncStateError while it is in flight, EnvError when its Render fails.
+  py::array_t<uint8_t> Render(int64_t env);
   void Close();
   // Closes the pool without destroying it, for a forked child (see "Fork" above): no thread is
   // joined or woken and no env is freed. Any thread may call it; it never waits.

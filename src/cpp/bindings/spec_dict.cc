@@ -82,6 +82,12 @@ py::dict SpecDict(const fb_spec& spec, uint32_t abi_version) {
   }
   d["infos"] = infos;
   d["num_agents"] = abi_version >= 6 && spec.num_agents > 1 ? spec.num_agents : 1;
+  const FrameSize frame = FrameOf(&spec, abi_version);
+  if (frame.height > 0) {
+    d["render"] = py::make_tuple(frame.height, frame.width, frame.fps);
+  } else {
+    d["render"] = py::none();
+  }
   return d;
 }
 

@@ -34,9 +34,10 @@ py::dict SpaceDict(const fb_space& space);
 
 // {"id", "observation", "action", "max_episode_steps", "reward_threshold" (None when unset),
 //  "params": {name: {"default", "kind" ("float", "int", "bool", "choice"), "low", "high",
-//  "choices"}}, "infos": {name: size}, "num_agents"}. `abi_version`: the version of the table
-// the spec comes from (param kinds are read from version 2 on, infos from version 3 on, agents
-// from version 6 on: 1 before).
+//  "choices"}}, "infos": {name: size}, "num_agents", "render" ((height, width, fps) of the RGB
+// frame the env draws, or None)}. `abi_version`: the version of the table the spec comes from
+// (param kinds are read from version 2 on, infos from version 3 on, agents from version 6 on: 1
+// before, the frame from version 7 on: None before).
 py::dict SpecDict(const fb_spec& spec, uint32_t abi_version);
 
 // An env type: its ABI table, plus whatever keeps the implementation loaded.

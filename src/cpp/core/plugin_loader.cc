@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstddef>
 #include <set>
 
@@ -50,6 +51,16 @@ bool HasV2Fields(const fb_env_api* api) {
 SetStateFn SetStateOf(const fb_env_api* api) {
   constexpr size_t kV5ApiSize = offsetof(fb_env_api, set_state) + sizeof(fb_env_api::set_state);
   return api->abi_version >= 5 && api->struct_size >= kV5ApiSize ? api->set_state : nullptr;
+}
+
+RenderFn RenderOf(const fb_env_api* api) {
+  constexpr size_t kV7ApiSize = offsetof(fb_env_api, render) + sizeof(fb_env_api::render);
+  return api->abi_version >= 7 && api->struct_size >= kV7ApiSize ? api->render : nullptr;
+}
+
+FrameSize FrameOf(const fb_spec* spec, uint32_t abi_version) {
+  if (abi_version < 7 || spec->render_height <= 0 || spec->render_width <= 0) return {};
+  return {spec->render_height, spec->render_width, spec->render_fps};
 }
 
 int64_t InfoRowSize(const fb_spec* spec, uint32_t abi_version) {
@@ -125,6 +136,16 @@ void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& 
   if (spec->num_agents > 1 && spec->num_infos > 0) {
     throw PluginError(origin + ": a multi-agent env cannot declare infos yet");
   }
+  if (abi_version < 7) return;
+  const bool none = spec->render_height == 0 && spec->render_width == 0;
+  const bool sized = spec->render_height > 0 && spec->render_width > 0 &&
+                     spec->render_height <= (1 << 14) && spec->render_width <= (1 << 14);
+  if (!(none || sized) || !(spec->render_fps >= 0.0) || std::isinf(spec->render_fps)) {
+    throw PluginError(origin + ": its frame must be 0 x 0 (none) or 1 to 16384 pixels a side at " +
+                      "a finite fps >= 0, got " + std::to_string(spec->render_height) + " x " +
+                      std::to_string(spec->render_width) + " at " +
+                      std::to_string(spec->render_fps));
+  }
 }
 
 int64_t NumAgents(const fb_spec* spec, uint32_t abi_version) {
@@ -156,6 +177,12 @@ void ValidateApi(const fb_env_api* api, const std::string& origin) {
                       (why != nullptr && why[0] != '\0' ? why : "no reason given"));
   }
   ValidateSpec(spec, HasV2Fields(api) ? api->abi_version : 1, origin);
+  const bool draws = FrameOf(spec, api->abi_version).height > 0;
+  if (api->abi_version >= 7 && draws != (RenderOf(api) != nullptr)) {
+    throw PluginError(origin + ": env " + spec->id +
+                      (draws ? ": its spec declares a frame but its table has no render"
+                             : ": its table has render but its spec declares no frame"));
+  }
 }
 
 std::vector<const fb_env_api*> LoadPluginLibrary(const std::string& path,

@@ -30,12 +30,13 @@ class PluginError : public std::invalid_argument {
 std::vector<const fb_env_api*> LoadPluginLibrary(const std::string& path,
                                                  const std::string& symbol);
 
-// Checks the ABI version, the table's size and functions, and its default spec. `origin` names
+// Checks the ABI version, the table's size and functions, and its default spec (which declares
+// a frame exactly when the table has render). `origin` names
 // the source in error messages. Throws PluginError.
 void ValidateApi(const fb_env_api* api, const std::string& origin);
 
 // Checks one spec (spaces, dtypes, shapes, params; param kinds and ranges from version 2 on;
-// infos from version 3 on)
+// infos from version 3 on; agents from 6 on; the frame from 7 on)
 // of a table of ABI version `abi_version`. Throws PluginError, its message `origin: env <id>: ...`.
 void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& origin);
 
@@ -44,6 +45,20 @@ bool HasV2Fields(const fb_env_api* api);
 // The table's set_state (ABI version 5), or NULL when it has none or predates it.
 using SetStateFn = int32_t (*)(void*, int64_t, const double*, int64_t, fb_error*);
 SetStateFn SetStateOf(const fb_env_api* api);
+
+// The table's render (ABI version 7), or NULL when it has none or predates it.
+using RenderFn = int32_t (*)(void*, int64_t, uint8_t*, fb_error*);
+RenderFn RenderOf(const fb_env_api* api);
+
+// The RGB frame a spec declares (ABI version 7): height x width x 3 bytes; {0, 0, 0} when it
+// declares none or its table is older.
+struct FrameSize {
+  int64_t height = 0;
+  int64_t width = 0;
+  double fps = 0.0;
+  int64_t bytes() const { return height * width * 3; }
+};
+FrameSize FrameOf(const fb_spec* spec, uint32_t abi_version);
 
 // Doubles in one env's info row of `spec` (ABI version 3; 0 for older tables or no infos).
 int64_t InfoRowSize(const fb_spec* spec, uint32_t abi_version);

@@ -433,30 +433,4 @@ void VectorPool::EndEpisode(int64_t i, const uint8_t* obs, double* now) {
   }
 }
 
-int64_t VectorPool::GetState(int64_t env, double* out, int64_t capacity) const {
-  if (is_async() && in_flight_[static_cast<size_t>(env)]) {
-    throw AsyncStateError("env " + std::to_string(env) + " is in flight; recv() it first");
-  }
-  // A table built before get_state existed is shorter: the field is then not there to read.
-  if (api_->struct_size < offsetof(fb_env_api, get_state) + sizeof(api_->get_state) ||
-      api_->get_state == nullptr) {
-    return 0;
-  }
-  return api_->get_state(block_, env, out, capacity);
-}
-
-bool VectorPool::can_set_state() const { return SetStateOf(api_) != nullptr; }
-
-void VectorPool::SetState(int64_t env, const double* in, int64_t size) {
-  const SetStateFn set_state = SetStateOf(api_);
-  if (set_state == nullptr) throw std::logic_error("this env's state cannot be set");
-  if (is_async() && in_flight_[static_cast<size_t>(env)]) {
-    throw AsyncStateError("env " + std::to_string(env) + " is in flight; recv() it first");
-  }
-  fb_error error{};
-  if (set_state(block_, env, in, size, &error) != 0) {
-    throw std::invalid_argument("env " + std::to_string(env) + ": " + error.message);
-  }
-}
-
 }  // namespace fastbatch

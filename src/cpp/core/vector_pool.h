@@ -66,6 +66,7 @@
 
 #include "env_seeds.h"
 #include "fastbatch/abi.h"
+#include "plugin_loader.h"
 #include "worker_pool.h"
 
 namespace fastbatch {
@@ -216,6 +217,7 @@ class VectorPool {
     return last_was_recv_ ? recv_final_info_.data() : final_info_.data();
   }
 
+  // State and rendering (vector_pool_state.cc), for one env that is not in flight.
   // The env's internal state (see fb_env_api.get_state); returns its size, 0 if unsupported.
   // Throws AsyncStateError while the env is in flight.
   int64_t GetState(int64_t env, double* out, int64_t capacity) const;
@@ -228,8 +230,14 @@ class VectorPool {
   // the env is in flight, and std::invalid_argument with the env's message when it refuses the
   // state.
   void SetState(int64_t env, const double* in, int64_t size);
+  // The frame Render draws (ABI version 7; {0, 0, 0}: the env does not render).
+  FrameSize frame() const;
+  // Draws env `env` into `rgb` (frame().bytes() bytes, RGB). Throws std::logic_error when the env
+  // does not render, AsyncStateError while it is in flight, EnvError when its Render fails.
+  void Render(int64_t env, uint8_t* rgb) const;
 
  private:
+  void CheckNotInFlight(int64_t env) const;  // throws AsyncStateError
   static void StepTask(void* self, int64_t begin, int64_t end);
   static void ResetTask(void* self, int64_t begin, int64_t end);
   int64_t ChunkBegin(int64_t chunk) const { return std::min(chunk * chunk_size_, num_envs_); }

@@ -1,4 +1,4 @@
-/* fastbatch native env ABI, version 6.
+/* fastbatch native env ABI, version 7.
  *
  * The C-level contract between the fastbatch pool and an env implementation. Built-in envs and
  * out-of-tree plugins both reach the pool through one `fb_env_api` table, so a plugin is exactly
@@ -54,6 +54,12 @@
  * its actions); the env's episode ends when every agent is gone. Infos stay one row per env.
  * A pool reads `num_agents` only from a table of version 6 or later: older tables hold one
  * agent, so their plugins load unchanged.
+ *
+ * Version 7 appends rendering: `fb_spec.render_height/render_width/render_fps` declare the RGB
+ * frame an env draws (0 x 0: none) and `fb_env_api.render` draws env `index` into it. A table
+ * has `render` exactly when its specs declare a frame. A pool reads these fields only from a
+ * table of version 7 or later whose `struct_size` covers `render`: older plugins load unchanged
+ * and draw nothing themselves.
  */
 #ifndef FASTBATCH_ABI_H_
 #define FASTBATCH_ABI_H_
@@ -64,7 +70,7 @@
 extern "C" {
 #endif
 
-#define FASTBATCH_ABI_VERSION 6u
+#define FASTBATCH_ABI_VERSION 7u
 #define FASTBATCH_ABI_MIN_VERSION 1u /* the oldest version this fastbatch still loads */
 #define FASTBATCH_MAX_NDIM 4
 #define FASTBATCH_ERROR_LEN 512
@@ -135,6 +141,11 @@ typedef struct fb_spec {
   /* Version 6: agents per env (0 or 1: a single-agent env). The spaces are one agent's; see
    * "Versions" for the rows of a multi-agent env's batch arrays. */
   int32_t num_agents;
+  /* Version 7: the frame `render` draws, render_height x render_width x 3 uint8 (RGB, row-major;
+   * 0 x 0: the env draws nothing), meant to be shown at render_fps frames a second (0: unknown). */
+  int32_t render_height;
+  int32_t render_width;
+  double render_fps;
 } fb_spec;
 
 /* Per-env random state, owned and seeded by the pool (env i of `reset(seed=s)` gets seed s + i).
@@ -206,6 +217,11 @@ typedef struct fb_env_api {
    * 0 on success; otherwise nonzero with `error` filled (e.g. `size` is not the state's size).
    * For tests and debugging only; must not be called while that env is being stepped. */
   int32_t (*set_state)(void* block, int64_t index, const double* in, int64_t size, fb_error* error);
+  /* Version 7, optional (NULL: the env draws nothing; then no spec declares a frame): draws env
+   * `index` as it is now into `rgb`, the `render_height * render_width * 3` bytes its block's spec
+   * declares. Returns 0 on success; otherwise nonzero with `error` filled. Called by one thread,
+   * for an env that is not being reset or stepped. */
+  int32_t (*render)(void* block, int64_t index, uint8_t* rgb, fb_error* error);
 } fb_env_api;
 
 /* The symbols a plugin library exports. `fastbatch_get_env_apis` (version 2) returns the tables

@@ -2,8 +2,9 @@
 // (public, header-only; included by env.h).
 //
 // What it guarantees: no C++ exception crosses the ABI (every entry point catches and reports
-// through fb_error or spec_error); the table has get_state only for an env with GetState and
-// set_state only for one with SetState (a state of the wrong size is refused); the spec's
+// through fb_error or spec_error); the table has get_state only for an env with GetState,
+// set_state only for one with SetState (a state of the wrong size is refused), and render only
+// for one with Render, whose spec then declares a frame (env_calls.h); the spec's
 // element types are the env's C++ types (a Box declared without a type takes them; one declared
 // with a type must match, or the spec is refused with a message); Discrete actions reach the
 // env as its ActionType whatever integer type that is.
@@ -32,6 +33,7 @@
 #endif
 
 #include "fastbatch/abi.h"
+#include "fastbatch/env_calls.h"
 #include "fastbatch/env_traits.h"
 #include "fastbatch/rng.h"
 #include "fastbatch/spec.h"
@@ -40,13 +42,6 @@ namespace fastbatch {
 
 namespace {
 namespace detail {
-
-inline void FillError(fb_error* error, int64_t index, const char* message) {
-  if (error == nullptr) return;
-  error->env_index = index;
-  std::strncpy(error->message, message, FASTBATCH_ERROR_LEN - 1);
-  error->message[FASTBATCH_ERROR_LEN - 1] = '\0';
-}
 
 // The info row of env i, or (when the pool asks for none) a scratch row of this thread.
 inline double* InfoRow(const fb_batch* batch, int64_t i, int64_t row) {
@@ -135,6 +130,13 @@ struct Adapter {
       throw std::invalid_argument(spec.id() +
                                   ": Reset/Step take an info row but the spec declares no "
                                   "Info(name)");
+    }
+    if (spec.renders() != HasRender<E>::value) {
+      throw std::invalid_argument(
+          spec.id() + (spec.renders() ? ": the spec declares a frame (Render(height, width)) but "
+                                        "the env has no `void Render(uint8_t* rgb)`"
+                                      : ": the env has `Render(uint8_t* rgb)` but the spec "
+                                        "declares no frame: Spec::Render(height, width, fps)"));
     }
     if (spec.num_agents() > 1 && !kStepsAgents) {
       throw std::invalid_argument(
@@ -389,43 +391,8 @@ struct Adapter {
     return 1;
   }
 
-  static int64_t GetState(void* raw, int64_t index, double* out, int64_t capacity) {
-    if constexpr (HasState<E>::value) {
-      const auto& env = static_cast<Block*>(raw)->envs[static_cast<size_t>(index)];
-      double state[E::kStateSize];
-      env.GetState(state);
-      for (int64_t k = 0; k < E::kStateSize && k < capacity; ++k) out[k] = state[k];
-      return E::kStateSize;
-    } else {
-      return 0;
-    }
-  }
-
-  // Refuses a state of another size than kStateSize; an exception from the env's SetState is
-  // reported through `error` like one from Step.
-  static int32_t SetState(void* raw, int64_t index, const double* in, int64_t size,
-                          fb_error* error) {
-    if constexpr (HasSetState<E>::value) {
-      try {
-        if (size != E::kStateSize) {
-          throw std::invalid_argument("the state has " + std::to_string(E::kStateSize) +
-                                      " values, got " + std::to_string(size));
-        }
-        static_cast<Block*>(raw)->envs[static_cast<size_t>(index)].SetState(in);
-        return 0;
-      } catch (const std::exception& e) {
-        FillError(error, index, e.what());
-      } catch (...) {
-        FillError(error, index, "unknown C++ exception in SetState");
-      }
-    } else {
-      (void)raw, (void)in, (void)size;
-      FillError(error, index, "this env has no SetState");
-    }
-    return 1;
-  }
-
   static const fb_env_api* Api() {
+    using Calls = EnvCalls<E, Block>;
     static const fb_env_api api = {FASTBATCH_ABI_VERSION,
                                    sizeof(fb_env_api),
                                    &GetSpec,
@@ -433,10 +400,11 @@ struct Adapter {
                                    &Destroy,
                                    &Reset,
                                    &Step,
-                                   HasState<E>::value ? &GetState : nullptr,
+                                   HasState<E>::value ? &Calls::GetState : nullptr,
                                    kSpecFromParams ? &BlockSpec : nullptr,
                                    &SpecError,
-                                   HasSetState<E>::value ? &SetState : nullptr};
+                                   HasSetState<E>::value ? &Calls::SetState : nullptr,
+                                   HasRender<E>::value ? &Calls::Render : nullptr};
     return &api;
   }
 };

@@ -1,4 +1,4 @@
-// fastbatch native env contract, version 6 (header-only, public).
+// fastbatch native env contract, version 7 (header-only, public).
 //
 // An env is a small C++ class:
 //
@@ -76,6 +76,15 @@
 // ends when every agent has left, and the pool's time limit truncates all still in. Python sees
 // a batch of (env, agent) rows, env-major: `fastbatch.make_agents(id, num_envs)`. Multi-agent envs
 // declare no infos (refused at compile time) and take no frame stacking (the pool refuses it).
+//
+// Rendering (version 7): an env that can draw itself declares its frame in the spec,
+// `.Render(height, width, fps)` (an RGB image, fixed or from params), and writes it on demand:
+//
+//     void Render(uint8_t* rgb) const;  // height * width * 3 bytes, row-major RGB
+//
+// `fastbatch.make(id, n, render_mode="rgb_array")` then gives `render()` (one frame per env) and
+// `fastbatch eval --video` records it. Render is called by one thread while the env is neither
+// reset nor stepped, never in the hot path; declaring one without the other is refused.
 //
 // Exporting from a plugin shared library (in one .cc file): `FASTBATCH_EXPORT_ENV(MyEnv)`, or
 // `FASTBATCH_EXPORT_ENVS(MyEnv, OtherEnv, ...)` for several envs in one library. Results are

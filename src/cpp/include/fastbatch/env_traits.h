@@ -1,7 +1,7 @@
 // What an env class gives the adapter (adapter.h) and how the adapter sees it (public,
 // header-only; included by adapter.h): the result types Step returns or writes, and the traits
 // that detect which optional parts of the contract in env.h a class offers (params, infos,
-// several agents, state). Internal linkage on purpose, as in adapter.h.
+// several agents, state, rendering). Internal linkage on purpose, as in adapter.h.
 #ifndef FASTBATCH_ENV_TRAITS_H_
 #define FASTBATCH_ENV_TRAITS_H_
 
@@ -76,6 +76,13 @@ struct HasSetState : std::false_type {};
 template <typename E>
 struct HasSetState<
     E, std::void_t<decltype(std::declval<E&>().SetState(std::declval<const double*>()))>>
+    : std::true_type {};
+
+// An env that draws itself (ABI version 7) has `void Render(uint8_t* rgb)` (const or not).
+template <typename E, typename = void>
+struct HasRender : std::false_type {};
+template <typename E>
+struct HasRender<E, std::void_t<decltype(std::declval<E&>().Render(std::declval<uint8_t*>()))>>
     : std::true_type {};
 
 }  // namespace detail

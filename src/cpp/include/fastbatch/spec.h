@@ -224,7 +224,7 @@ struct InfoDecl {
   int32_t size = 1;
 };
 
-// An env's description: id, spaces, time limit, reward threshold, params, infos.
+// An env's description: id, spaces, time limit, reward threshold, params, infos, agents, frame.
 class Spec {
  public:
   explicit Spec(std::string id) : id_(std::move(id)) {}
@@ -289,6 +289,14 @@ class Spec {
     num_agents_ = count;
     return *this;
   }
+  // The RGB frame the env draws (ABI version 7; env.h, "Rendering"): `height` x `width` x 3
+  // uint8, meant to be shown at `fps` frames a second (0: unknown).
+  Spec& Render(int32_t height, int32_t width, double fps = 0.0) {
+    render_height_ = height;
+    render_width_ = width;
+    render_fps_ = fps;
+    return *this;
+  }
   // Replaces every declared param (the adapter installs an env's DeclareParams() this way).
   Spec& SetParams(ParamList list) {
     params_ = std::move(list);
@@ -297,6 +305,7 @@ class Spec {
 
   const std::string& id() const { return id_; }
   int32_t num_agents() const { return num_agents_; }
+  bool renders() const { return render_height_ > 0 || render_width_ > 0; }
   const ParamList& params() const { return params_; }
   const std::vector<InfoDecl>& infos() const { return infos_; }
   // Doubles in one env's info row: the sizes of every info entry, summed.
@@ -320,7 +329,17 @@ class Spec {
     if (num_agents_ > 1 && !infos_.empty()) {
       throw std::invalid_argument(id_ + ": a multi-agent env cannot declare infos yet");
     }
+    if (renders() &&
+        (render_height_ < 1 || render_width_ < 1 || render_height_ > kMaxFrameSide ||
+         render_width_ > kMaxFrameSide || !(render_fps_ >= 0.0) || std::isinf(render_fps_))) {
+      throw std::invalid_argument(
+          id_ + ": Render(height, width, fps) needs 1 to " + std::to_string(kMaxFrameSide) +
+          " pixels a side and a finite fps >= 0, got " + std::to_string(render_height_) + " x " +
+          std::to_string(render_width_) + " at " + std::to_string(render_fps_));
+    }
   }
+  // The longest side of a rendered frame.
+  static constexpr int32_t kMaxFrameSide = 1 << 14;
   // The most agents one env may hold.
   static constexpr int32_t kMaxAgents = 1 << 16;
 
@@ -359,6 +378,9 @@ class Spec {
     view_.info_names = info_names_view_.data();
     view_.info_sizes = info_sizes_view_.data();
     view_.num_agents = num_agents_;
+    view_.render_height = render_height_;
+    view_.render_width = render_width_;
+    view_.render_fps = render_fps_;
     return &view_;
   }
 
@@ -401,6 +423,8 @@ class Spec {
   bool has_reward_threshold_ = false;
   double reward_threshold_ = 0.0;
   int32_t num_agents_ = 1;
+  int32_t render_height_ = 0, render_width_ = 0;
+  double render_fps_ = 0.0;
   ParamList params_;
   std::vector<InfoDecl> infos_;
   std::vector<fb_param> params_view_;
