@@ -9,7 +9,8 @@ CleanRL and EnvPool use them: 84x84 grayscale, 4 stacked, each action repeated 4
 the last two max-pooled, up to 30 noops at reset, no sticky actions, no fire reset, episodic
 life or reward clipping. Raw (`--raw`): gymnasium's `ALE/<Game>-v5` as registered (210x160 RGB,
 frameskip 4, sticky actions 0.25). Random actions throughout.
-  native-loop  fastbatch-atari's envs and pool stepped by a C++ loop on one thread (no Python)
+  native-loop  the same native envs and pool (same params and stack) stepped by a C++ loop on the
+               same threads: no Python, the limit
   fastbatch    fastbatch.make("ALE/<Game>-v5", n, ...): the native pool, `--threads` threads
                (preprocessed: frameskip=1, atari_preprocessing=True, frame_stack=4)
   fb-async     the same in async mode, batch_size = n / 2 (steady recv()/send())
@@ -163,10 +164,13 @@ def make_stepper(method: str, env_id: str, num_envs: int, threads: int, raw: boo
 def measure(method, env_id, num_envs, threads, budget, repeats, raw) -> float | None:
     if method == "native-loop":
         entry = REGISTRY.resolve(env_id)
-        if not raw:
-            return None  # the C++ loop takes the registered params only
+        kwargs = dict(NATIVE["raw" if raw else "preprocessed"])
+        stack = kwargs.pop("frame_stack", 1)
+        params = entry.spec.encode_params(kwargs)
         loop = harness.NativeLoop(
-            lambda steps: _core._native_loop_seconds(entry.env_type, num_envs, steps),
+            lambda steps: _core._native_loop_seconds(
+                entry.env_type, num_envs, steps, 0, threads, params=params, frame_stack=stack
+            ),
             num_envs,
             budget,
         )

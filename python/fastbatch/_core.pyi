@@ -277,10 +277,14 @@ def _native_loop_seconds(
     num_threads: int = 1,
     actions: npt.NDArray[np.float32] | None = None,
     batch_size: int = 0,
+    params: list[float] = ...,
+    frame_stack: int = 1,
 ) -> float:
     """Seconds of ``steps`` batch steps of a pool on ``num_threads`` threads driven by a C++
     loop, Box actions cycling through ``actions`` [tables, num_envs, *shape] if given;
-    ``batch_size`` < num_envs: async, each step a recv of batch_size envs and a send (bench/)."""
+    ``batch_size`` < num_envs: async, each step a recv of batch_size envs and a send; ``params``
+    the encoded param values (``NativeEnvSpec.encode_params``; empty: the defaults);
+    ``frame_stack`` observations stacked per env (bench/)."""
 
 def _rng_draws(
     seed: int,

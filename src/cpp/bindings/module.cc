@@ -223,16 +223,19 @@ PYBIND11_MODULE(_core, m) {
       "_native_loop_seconds",
       [](const fastbatch::EnvType& type, int64_t num_envs, int64_t steps, uint64_t seed,
          int num_threads, std::optional<py::array_t<float, py::array::c_style>> actions,
-         int64_t batch_size) {
+         int64_t batch_size, std::vector<double> params, int64_t frame_stack) {
         std::vector<float> table;
         if (actions.has_value()) table.assign(actions->data(), actions->data() + actions->size());
         py::gil_scoped_release release;
         return fastbatch::NativeLoopSeconds(type.api, num_envs, steps, seed, num_threads, table,
-                                            batch_size);
+                                            batch_size, params, frame_stack);
       },
       py::arg("env_type"), py::arg("num_envs"), py::arg("steps"), py::arg("seed") = 0,
       py::arg("num_threads") = 1, py::arg("actions") = py::none(), py::arg("batch_size") = 0,
+      py::arg("params") = std::vector<double>{}, py::arg("frame_stack") = 1,
       "Seconds of `steps` batch steps of a pool on `num_threads` threads driven by a C++ loop, "
       "with Box actions cycling through `actions` [tables, num_envs, *shape] if given; "
-      "`batch_size` < num_envs: async, each step a recv of batch_size envs and a send (bench/).");
+      "`batch_size` < num_envs: async, each step a recv of batch_size envs and a send; "
+      "`params`: encoded param values (NativeEnvSpec.encode_params; empty: the defaults); "
+      "`frame_stack`: observations stacked per env (bench/).");
 }

@@ -32,18 +32,25 @@ AlignedBuffer AlignedZeros(size_t bytes) {
 }  // namespace
 
 double NativeLoopSeconds(const fb_env_api* api, int64_t num_envs, int64_t steps, uint64_t seed,
-                         int num_threads, const std::vector<float>& box_actions,
-                         int64_t batch_size) {
-  const fb_spec* spec = api->spec();
+                         int num_threads, const std::vector<float>& box_actions, int64_t batch_size,
+                         const std::vector<double>& params, int64_t frame_stack) {
   PoolConfig config;
   config.num_envs = num_envs;
   config.num_threads = num_threads;
-  config.max_episode_steps = spec->max_episode_steps;
+  config.max_episode_steps = -1;  // the env's own, for these params
   config.batch_size = batch_size;
-  for (int32_t i = 0; i < spec->num_params; ++i) {
-    config.params.push_back(spec->params[i].default_value);
+  config.frame_stack = frame_stack;
+  config.params = params;
+  const fb_spec* defaults = api->spec();
+  if (params.empty()) {
+    for (int32_t i = 0; i < defaults->num_params; ++i) {
+      config.params.push_back(defaults->params[i].default_value);
+    }
+  } else if (static_cast<int64_t>(params.size()) != defaults->num_params) {
+    throw std::invalid_argument("params must hold one value per param of the env, in spec order");
   }
   VectorPool pool(api, config);
+  const fb_spec* spec = &pool.spec();  // the spaces for these params
   for (int64_t i = 0; i < num_envs; ++i) pool.Seed(i, seed + static_cast<uint64_t>(i));
   int64_t act_size = 1;
   for (int32_t d = 0; d < spec->action.ndim; ++d) act_size *= spec->action.shape[d];

@@ -304,18 +304,35 @@ int64_t VectorPool::Step(const void* actions, const BatchOut& out) {
   last_was_recv_ = false;
   std::fill(failed_.begin(), failed_.end(), 0);
   std::fill(ended_.begin(), ended_.end(), 0);
+  double thread_seconds = 0.0;
   if (max_threads_ == 1) {
     workers_->Run(&VectorPool::StepTask, this, num_chunks_, 0);
   } else {
     const int threads = tuner_.threads();
     const double start = Now();
     workers_->Run(&VectorPool::StepTask, this, num_chunks_, threads - 1);
-    tuner_.Record(Now() - start);
+    const double seconds = Now() - start;
+    tuner_.Record(seconds);
+    thread_seconds = seconds * threads;
   }
   ThrowFirstError();
   int64_t ended = 0;
   for (int64_t e : ended_) ended += e;
+  // After the step's books are read: sizing the chunks resizes them.
+  if (max_threads_ > 1 && timed_steps_ < kCostSteps) SizeChunksByCost(thread_seconds);
   return ended;
+}
+
+void VectorPool::SizeChunksByCost(double thread_seconds) {
+  timed_seconds_ += thread_seconds;
+  if (++timed_steps_ < kCostSteps) return;
+  const double per_env = timed_seconds_ / static_cast<double>(kCostSteps * num_envs_);
+  if (per_env < kFineChunkSeconds || chunk_size_ == 1) return;
+  chunk_size_ = (num_envs_ + kMaxChunks - 1) / kMaxChunks;  // 1 up to kMaxChunks envs
+  num_chunks_ = (num_envs_ + chunk_size_ - 1) / chunk_size_;
+  errors_.resize(static_cast<size_t>(num_chunks_));
+  failed_.assign(static_cast<size_t>(num_chunks_), 0);
+  ended_.assign(static_cast<size_t>(num_chunks_), 0);
 }
 
 void VectorPool::StepTask(void* self, int64_t begin, int64_t end) {

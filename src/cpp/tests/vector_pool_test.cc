@@ -7,6 +7,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "check.h"
@@ -249,8 +250,11 @@ FB_TEST(AnEnvErrorNamesTheEnvAndBlocksSteppingUntilAFullReset) {
 
 // Every output of `steps` batch steps of `Env` with seeded resets and a fixed action
 // sequence, as bytes (obs, reward, flags, statistics rows, SAME_STEP final obs).
+// `params`: the env's param values (empty: its defaults); `chunk_size` (if given): the pool's
+// chunk size after the steps.
 template <typename Env>
-std::vector<uint8_t> Trace(int threads, AutoresetMode mode, int64_t num_envs, int steps) {
+std::vector<uint8_t> Trace(int threads, AutoresetMode mode, int64_t num_envs, int steps,
+                           std::vector<double> params = {}, int64_t* chunk_size = nullptr) {
   const fb_env_api* api = EnvApi<Env>();
   const fb_spec* spec = api->spec();
   PoolConfig config;
@@ -258,7 +262,8 @@ std::vector<uint8_t> Trace(int threads, AutoresetMode mode, int64_t num_envs, in
   config.num_threads = threads;
   config.autoreset_mode = mode;
   config.max_episode_steps = spec->max_episode_steps;
-  for (int32_t i = 0; i < spec->num_params; ++i) {
+  config.params = std::move(params);
+  for (int32_t i = 0; config.params.empty() && i < spec->num_params; ++i) {
     config.params.push_back(spec->params[i].default_value);
   }
   VectorPool pool(api, config);
@@ -301,6 +306,7 @@ std::vector<uint8_t> Trace(int threads, AutoresetMode mode, int64_t num_envs, in
       append(pool.final_obs(), n * static_cast<size_t>(pool.obs_row_bytes()));
     }
   }
+  if (chunk_size != nullptr) *chunk_size = pool.chunk_size();
   return trace;
 }
 
@@ -319,6 +325,26 @@ void CheckThreadsAgree(const char* name) {
 FB_TEST(ResultsDoNotDependOnTheNumberOfThreads) {
   CheckThreadsAgree<envs::CartPole>("CartPole");  // Discrete, random resets, terminations
   CheckThreadsAgree<envs::Pendulum>("Pendulum");  // Box actions, time-limit truncations
+}
+
+// Envs whose step costs microseconds get one env a chunk after the first sync steps (the threads
+// then balance uneven steps env by env); cheap envs keep chunks on cache-line borders. Either
+// way the results are those of one thread, the switch mid-run included.
+FB_TEST(CostlyEnvsGetOneEnvAChunkWithTheSameResults) {
+  // TestVariableCost: max_cost 20, work_unit 2000 (about 3 us a unit), no stalls.
+  const std::vector<double> costly = {20.0, 2000.0, 0.0, 1000.0};
+  int64_t chunk = 0;
+  const std::vector<uint8_t> one =
+      Trace<envs::TestVariableCost>(1, AutoresetMode::kNextStep, 37, 40, costly, &chunk);
+  FB_CHECK_EQ(chunk, 37);
+  for (int threads : {2, 3}) {
+    FB_CHECK_MSG(Trace<envs::TestVariableCost>(threads, AutoresetMode::kNextStep, 37, 40, costly,
+                                               &chunk) == one,
+                 std::to_string(threads) + " threads");
+    FB_CHECK_EQ(chunk, 1);
+  }
+  Trace<envs::CartPole>(2, AutoresetMode::kNextStep, 37, 40, {}, &chunk);
+  FB_CHECK_EQ(chunk, ChunkSize(37, 2));
 }
 
 // Frame stacking, k = 3, on two TestCounter envs (obs [steps, last action]): the stacked spec,
