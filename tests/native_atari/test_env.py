@@ -90,6 +90,26 @@ def test_without_ale_py_the_error_names_what_to_install(monkeypatch):
         env_packages.register_native_package_for("ALE/Pong-v5")
 
 
+def test_a_missing_rom_is_named_with_what_to_install(tmp_path):
+    # The ROMs come from the installed ale-py: pointed at a folder without them, making an env
+    # fails naming the ROM file and the package, and pointed back, it works again.
+    import ctypes
+    import os
+
+    fastbatch_atari.register()
+    library = ctypes.CDLL(os.fspath(fastbatch_atari.library_path()))
+    library.fastbatch_atari_set_rom_dir.argtypes = [ctypes.c_char_p]
+    library.fastbatch_atari_set_rom_dir(os.fsencode(tmp_path))
+    try:
+        with pytest.raises(fastbatch.EnvError, match=r"no ROM for pong: .*pong\.bin is missing "):
+            fastbatch.make("ALE/Pong-v5", 1)
+        with pytest.raises(fastbatch.EnvError, match=r"pip install ale-py"):
+            fastbatch.make("ALE/Breakout-v5", 1)
+    finally:
+        library.fastbatch_atari_set_rom_dir(os.fsencode(fastbatch_atari.rom_dir()))
+    fastbatch.make("ALE/Pong-v5", 1).close()
+
+
 def _preset_env(name: str, num_envs: int):
     from fastbatch.ppo.presets import PRESETS
 
