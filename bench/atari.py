@@ -18,7 +18,7 @@ frameskip 4, sticky actions 0.25). Random actions throughout.
                envpool is installed: pip install ".[bench]"; preprocessed only)
   ale-vector   ale-py's C++ AtariVectorEnv, sync, the same threads (raw: set to raw frames)
   process      fastbatch's process backend over ale-py's env (and gymnasium's wrappers)
-  gym-async    gymnasium.vector.AsyncVectorEnv over the same (only up to 16 envs)
+  gym-async    gymnasium.vector.AsyncVectorEnv over the same (up to --max-async-envs, 16)
   gym-sync     gymnasium.vector.SyncVectorEnv over the same
 
 fastbatch-atari must be installed (pip install --no-build-isolation ./plugins/atari). Figures
@@ -54,6 +54,9 @@ METHODS = (
     "gym-sync",
 )
 STACK, SKIP, SIZE, NOOPS = 4, 4, 84, 30
+# gymnasium's AsyncVectorEnv runs one process per env: above this many envs it is left out
+# unless --max-async-envs says otherwise (64 ALE processes take a minute to start on 2 cores).
+MAX_ASYNC_ENVS = 16
 
 # fastbatch's params for each kind of frames (preprocessed: CleanRL's stack, as the others below).
 NATIVE = {
@@ -78,7 +81,7 @@ def _gym_env(env_id: str, raw: bool):
     return FrameStackObservation(env, STACK)
 
 
-def make_stepper(method: str, env_id: str, num_envs: int, threads: int, raw: bool):
+def make_stepper(method: str, env_id: str, num_envs: int, threads: int, raw: bool, max_async: int):
     """(step function, close function, envs per step), or None where it does not apply."""
     native = NATIVE["raw" if raw else "preprocessed"]
     game = gymnasium.spec(env_id).kwargs["game"]
@@ -151,7 +154,7 @@ def make_stepper(method: str, env_id: str, num_envs: int, threads: int, raw: boo
         env.reset()
         return (lambda a: env.step(a)), env.close, num_envs
     if method in ("gym-sync", "gym-async"):
-        if method == "gym-async" and num_envs > 16:
+        if method == "gym-async" and num_envs > max_async:
             return None
         vector = {"gym-sync": gymnasium.vector.SyncVectorEnv}.get(method)
         vector = vector or gymnasium.vector.AsyncVectorEnv
@@ -161,7 +164,7 @@ def make_stepper(method: str, env_id: str, num_envs: int, threads: int, raw: boo
     raise ValueError(method)
 
 
-def measure(method, env_id, num_envs, threads, budget, repeats, raw) -> float | None:
+def measure(method, env_id, num_envs, threads, budget, repeats, raw, max_async) -> float | None:
     if method == "native-loop":
         entry = REGISTRY.resolve(env_id)
         kwargs = dict(NATIVE["raw" if raw else "preprocessed"])
@@ -175,7 +178,7 @@ def measure(method, env_id, num_envs, threads, budget, repeats, raw) -> float | 
             budget,
         )
         return harness.median(harness.repeated(loop, repeats))
-    stepper = make_stepper(method, env_id, num_envs, threads, raw)
+    stepper = make_stepper(method, env_id, num_envs, threads, raw, max_async)
     if stepper is None:
         return None
     step, close, rows = stepper
@@ -200,6 +203,12 @@ def main(argv=None) -> int:
     parser.add_argument("--budget", type=float, default=None, help="seconds per timed run")
     parser.add_argument("--threads", type=int, default=harness.cores())
     parser.add_argument("--json", default=None, help="default: bench/results/atari[_raw].json")
+    parser.add_argument(
+        "--max-async-envs",
+        type=int,
+        default=MAX_ASYNC_ENVS,
+        help="run gymnasium's AsyncVectorEnv (a process per env) up to this many envs (16)",
+    )
     args = parser.parse_args(argv)
     try:
         import fastbatch_atari
@@ -240,7 +249,9 @@ def main(argv=None) -> int:
         for n in sizes:
             row = {"env": env_id, "num_envs": n, "frames": "raw" if args.raw else "preprocessed"}
             for method in methods:
-                row[method] = measure(method, env_id, n, args.threads, budget, repeats, args.raw)
+                row[method] = measure(
+                    method, env_id, n, args.threads, budget, repeats, args.raw, args.max_async_envs
+                )
             results.append(row)
             cells = [harness.format_rate(row[m]) for m in methods]
             ratios = [harness.format_ratio(row.get("fastbatch"), row[m]) for m in others]
