@@ -167,6 +167,18 @@ def test_pong_to_the_frame_limit_and_same_step_mode():
     assert _lockstep("ALE/Pong-v5", 700, autoreset=AutoresetMode.SAME_STEP) >= 3
 
 
+def test_seaquest_with_sticky_actions_and_fire_resets():
+    # A fourth game (18 actions, FIRE at 1), with ale-py's default sticky actions under the
+    # wrapper: the frames, resets and episode ends stay equal.
+    ended = _lockstep(
+        "ALE/Seaquest-v5",
+        600,
+        fire_reset=True,
+        env_kwargs={"repeat_action_probability": 0.25, "max_num_frames_per_episode": 1200},
+    )
+    assert ended >= 3
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [
