@@ -31,6 +31,21 @@ def compile_plugin(source: Path, out: Path, *flags: str, include: str | None = N
     return subprocess.run(cmd, capture_output=True, text=True, check=False)
 
 
+def mistake_builder(tmp_path_factory, source: Path):
+    """build(mistake=0) -> the path of `source` compiled with -DMISTAKE=mistake (each variant
+    once), for test plugins that hold an author's mistakes behind that macro."""
+    folder = tmp_path_factory.mktemp(source.stem)
+
+    def build(mistake: int = 0) -> Path:
+        out = folder / f"lib{source.stem}{mistake}.so"
+        if not out.exists():
+            done = compile_plugin(source, out, f"-DMISTAKE={mistake}")
+            assert done.returncode == 0, done.stderr
+        return out
+
+    return build
+
+
 @pytest.fixture(scope="module")
 def build(tmp_path_factory):
     """build(source, name, *flags, include=None) -> library path (asserting it compiles)."""

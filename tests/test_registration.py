@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fastbatch
-from tests.test_env_contract import compile_plugin
+from tests.test_env_contract import mistake_builder
 
 pytestmark = pytest.mark.engine
 
@@ -21,16 +21,7 @@ SOURCE = Path(__file__).parent / "plugins" / "param_envs.cc"
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
     """library(mistake=0) -> the path of param_envs.cc built with -DMISTAKE=mistake."""
-    folder = tmp_path_factory.mktemp("param_envs")
-
-    def build(mistake: int = 0) -> Path:
-        out = folder / f"libparam_envs{mistake}.so"
-        if not out.exists():
-            done = compile_plugin(SOURCE, out, f"-DMISTAKE={mistake}")
-            assert done.returncode == 0, done.stderr
-        return out
-
-    return build
+    return mistake_builder(tmp_path_factory, SOURCE)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fastbatch
-from tests.test_env_contract import compile_plugin
+from tests.test_env_contract import mistake_builder
 
 pytestmark = pytest.mark.engine
 
@@ -20,17 +20,8 @@ SOURCE = Path(__file__).parents[1] / "plugins" / "render_envs.cc"
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
-    """library(mistake=0) -> render_envs.cc built with -DMISTAKE=mistake."""
-    folder = tmp_path_factory.mktemp("render_envs")
-
-    def build(mistake: int = 0) -> Path:
-        out = folder / f"librender_envs{mistake}.so"
-        if not out.exists():
-            done = compile_plugin(SOURCE, out, f"-DMISTAKE={mistake}")
-            assert done.returncode == 0, done.stderr
-        return out
-
-    return build
+    """library(mistake=0) -> the path of render_envs.cc built with -DMISTAKE=mistake."""
+    return mistake_builder(tmp_path_factory, SOURCE)
 
 
 @pytest.fixture

@@ -314,6 +314,27 @@ py::object PyVectorPool::Infos(const std::string& which) {
   return std::move(out);
 }
 
+void PyVectorPool::CheckEnvIndex(int64_t env) const {
+  const int64_t n = pool_->num_envs();
+  if (env < 0 || env >= n) {
+    throw py::index_error("env index " + std::to_string(env) + " is out of range for " +
+                          std::to_string(n) + " envs");
+  }
+}
+
+void PyVectorPool::RaiseMissing(const std::string& cannot, uint32_t since,
+                                const std::string& member) const {
+  const uint32_t version = type_.api->abi_version;
+  const std::string why = version < since
+                              ? "its table was built for ABI version " + std::to_string(version) +
+                                    " (this came in version " + std::to_string(since) +
+                                    "): rebuild it against this fastbatch's headers"
+                              : "its env class has no " + member + " (fastbatch/env.h)";
+  const std::string message = std::string(pool_->spec().id) + " " + cannot + ": " + why;
+  PyErr_SetString(PyExc_NotImplementedError, message.c_str());
+  throw py::error_already_set();
+}
+
 py::array_t<double> PyVectorPool::GetState(int64_t env) {
   CallGuard guard(&busy_, &closing_);
   CheckOpen();
@@ -327,22 +348,9 @@ py::array_t<double> PyVectorPool::GetState(int64_t env) {
 void PyVectorPool::SetState(int64_t env, py::handle state) {
   CallGuard guard(&busy_, &closing_);
   CheckOpen();
-  const int64_t n = pool_->num_envs();
-  if (env < 0 || env >= n) {
-    throw py::index_error("env index " + std::to_string(env) + " is out of range for " +
-                          std::to_string(n) + " envs");
-  }
+  CheckEnvIndex(env);
   if (!pool_->can_set_state()) {
-    const std::string id = pool_->spec().id;
-    const uint32_t version = type_.api->abi_version;
-    const std::string why =
-        version < 5 ? "its table was built for ABI version " + std::to_string(version) +
-                          " (set_state came in version 5): rebuild it against this fastbatch's "
-                          "headers"
-                    : "its env class has no `void SetState(const double* state)` "
-                      "(fastbatch/env.h)";
-    PyErr_SetString(PyExc_NotImplementedError, (id + " cannot set an env's state: " + why).c_str());
-    throw py::error_already_set();
+    RaiseMissing("cannot set an env's state", 5, "`void SetState(const double* state)`");
   }
   const int64_t size = pool_->GetState(env, nullptr, 0);  // 0: a table without get_state
   const DoubleArray checked = CheckState(state, size > 0 ? size : -1);
@@ -352,24 +360,9 @@ void PyVectorPool::SetState(int64_t env, py::handle state) {
 py::array_t<uint8_t> PyVectorPool::Render(int64_t env) {
   CallGuard guard(&busy_, &closing_);
   CheckOpen();
-  const int64_t n = pool_->num_envs();
-  if (env < 0 || env >= n) {
-    throw py::index_error("env index " + std::to_string(env) + " is out of range for " +
-                          std::to_string(n) + " envs");
-  }
+  CheckEnvIndex(env);
   const FrameSize frame = pool_->frame();
-  if (frame.height == 0) {
-    const std::string id = pool_->spec().id;
-    const uint32_t version = type_.api->abi_version;
-    const std::string why = version < 7
-                                ? "its table was built for ABI version " + std::to_string(version) +
-                                      " (render came in version 7): rebuild it against "
-                                      "this fastbatch's headers"
-                                : "its env class has no `void Render(uint8_t* rgb)` "
-                                  "(fastbatch/env.h, \"Rendering\")";
-    PyErr_SetString(PyExc_NotImplementedError, (id + " does not draw itself: " + why).c_str());
-    throw py::error_already_set();
-  }
+  if (frame.height == 0) RaiseMissing("does not draw itself", 7, "`void Render(uint8_t* rgb)`");
   py::array_t<uint8_t> out({static_cast<py::ssize_t>(frame.height),
                             static_cast<py::ssize_t>(frame.width), py::ssize_t{3}});
   pool_->Render(env, out.mutable_data());

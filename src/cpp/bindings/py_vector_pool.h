@@ -149,6 +149,12 @@ class PyVectorPool {
   void CheckOpen() const {
     if (!pool_) throw ClosedError();
   }
+  // Raises IndexError unless 0 <= env < num_envs.
+  void CheckEnvIndex(int64_t env) const;
+  // Raises NotImplementedError: "<env id> <cannot>: " and why: the table predates ABI version
+  // `since` (its version named), else the env class lacks `member` (env.h's contract).
+  [[noreturn]] void RaiseMissing(const std::string& cannot, uint32_t since,
+                                 const std::string& member) const;
   // Send's arguments, checked: the ids as int64 and the actions as the pool reads them.
   struct CheckedSend {
     Int64Array ids;
