@@ -79,7 +79,7 @@ def test_fire_is_pressed_at_reset_only_in_games_that_serve_with_it():
 def test_the_video_env_is_wrapped_like_the_training_envs():
     from fastbatch.ppo.video import _rendering_env
 
-    env = _rendering_env(PRESET.env_id, KWARGS)
+    env = _rendering_env(PRESET.env_id, KWARGS, PRESET.backend)
     try:
         obs, _ = env.reset(seed=0)
         assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8

@@ -151,6 +151,9 @@ def test_a_capsule_from_the_authors_own_module_works(example_library):
         (2, "unsupported dtype"),
         (3, "empty shape"),
         (5, "missing a required function"),
+        (8, "its table has render but its spec declares no frame"),
+        (9, "its spec declares a frame but its table has no render"),
+        (10, r"its frame must be 0 x 0 \(none\) or 1 to 16384 pixels a side .*got 0 x 5"),
     ],
 )
 def test_bad_plugins_raise_plugin_errors(faulty, fault, match):
@@ -158,6 +161,28 @@ def test_bad_plugins_raise_plugin_errors(faulty, fault, match):
         fastbatch.register_native_env(f"Faulty{fault}-v0", faulty(fault))
     assert f"Faulty{fault}-v0" not in fastbatch.list_envs()
     assert issubclass(fastbatch.PluginError, ValueError)
+
+
+def test_a_table_older_than_version_7_draws_nothing_whatever_it_holds(faulty):
+    # A version-6 table whose memory past its fields happens to look like a frame and a render
+    # function: read as version 6, it loads, steps and does not render.
+    fastbatch.register_native_env("Faulty11-v0", faulty(11), replace=True)
+    assert fastbatch.spec("Faulty11-v0").frame is None
+    with pytest.raises(ValueError, match="Faulty11-v0 does not render"):
+        fastbatch.make("Faulty11-v0", 1, render_mode="rgb_array")
+    env = fastbatch.make("Faulty11-v0", 2)
+    env.reset(seed=0)
+    env.step(np.zeros(2, np.int64))
+    with pytest.raises(NotImplementedError, match=r"ABI version 6 \(this came in version 7\)"):
+        env._pool.render(0)  # the binding's own refusal, below make's check
+    env.close()
+
+
+def test_an_env_class_without_render_is_named_by_the_binding():
+    env = fastbatch.make("_TestCounter-v0", 1)
+    with pytest.raises(NotImplementedError, match=r"_TestCounter-v0 .*no `void Render\(uint8_t"):
+        env._pool.render(0)
+    env.close()
 
 
 def test_bad_sources_raise_clear_errors(tmp_path):

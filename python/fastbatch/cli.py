@@ -178,9 +178,10 @@ def _eval(args) -> int:
     pettingzoo = args.pettingzoo or bool(run_config and run_config.pettingzoo)
     if args.video and pettingzoo:
         raise SystemExit("fastbatch eval: --video records gymnasium envs, not PettingZoo envs yet")
+    backend = run_config.backend if run_config else None
     if args.video:
         try:
-            check_recordable(args.env)
+            check_recordable(args.env, backend)
         except ValueError as exc:
             raise SystemExit(f"fastbatch eval: {exc}") from None
     env_kwargs = _eval_env_kwargs(args, run_config)
@@ -202,6 +203,7 @@ def _eval(args) -> int:
                 args.video_episodes,
                 args.seed,
                 env_kwargs,
+                backend,
             )
         except (ValueError, RuntimeError) as exc:
             raise SystemExit(f"fastbatch eval: {exc}") from None

@@ -107,7 +107,8 @@ class NativeEnvSpec:
     infos: dict[str, int] = field(default_factory=dict)
     renderer: str | None = None
     """The gymnasium id whose renderer draws this env from its state (`get_env_state`: the
-    state that renderer reads), or None: the env does not render."""
+    state that renderer reads), or None (the env draws itself, see `frame`, or does not
+    render)."""
     num_agents: int = 1
     """Agents per env (ABI version 6): above 1, a multi-agent env, made with
     `fastbatch.make_agents` (its spaces are one agent's)."""

@@ -90,6 +90,27 @@ def test_without_ale_py_the_error_names_what_to_install(monkeypatch):
         env_packages.register_native_package_for("ALE/Pong-v5")
 
 
+def test_videos_play_the_env_the_run_trained_on():
+    # A native run records fastbatch-atari's env; a process-backend run (even without wrappers,
+    # e.g. kwargs only ale-py takes) records ale-py's own.
+    from ale_py.env import AtariEnv
+
+    from fastbatch.native.single import NativeEnv
+    from fastbatch.ppo.video import _rendering_env
+
+    for backend, kind in ((None, NativeEnv), ("native", NativeEnv), ("process", AtariEnv)):
+        env = _rendering_env("ALE/Pong-v5", {}, backend)
+        try:
+            assert isinstance(env.unwrapped, kind), backend
+            env.reset(seed=0)
+            assert env.render().shape == (210, 160, 3)
+        finally:
+            env.close()
+    ale_only = _rendering_env("ALE/Pong-v5", {"frameskip": (2, 5)}, "process")
+    assert isinstance(ale_only.unwrapped, AtariEnv)
+    ale_only.close()
+
+
 def test_a_missing_rom_is_named_with_what_to_install(tmp_path):
     # The ROMs come from the installed ale-py: pointed at a folder without them, making an env
     # fails naming the ROM file and the package, and pointed back, it works again.
@@ -105,6 +126,11 @@ def test_a_missing_rom_is_named_with_what_to_install(tmp_path):
             fastbatch.make("ALE/Pong-v5", 1)
         with pytest.raises(fastbatch.EnvError, match=r"pip install ale-py"):
             fastbatch.make("ALE/Breakout-v5", 1)
+        # eval --video checks before playing: a ValueError the CLI prints as its message
+        from fastbatch.ppo.video import check_recordable
+
+        with pytest.raises(ValueError, match=r"cannot record ALE/Pong-v5: .*no ROM for pong"):
+            check_recordable("ALE/Pong-v5")
     finally:
         library.fastbatch_atari_set_rom_dir(os.fsencode(fastbatch_atari.rom_dir()))
     fastbatch.make("ALE/Pong-v5", 1).close()

@@ -1,8 +1,11 @@
 // Deliberately broken native env plugins for tests/test_plugin.py. Each build picks one defect
 // with -DFAULT=<n>; the test checks that fastbatch reports it as a clear Python error.
 // 0 no entry symbol, 1 ABI 999, 2 bad dtype, 3 empty shape, 4 step throws on action 1,
-// 5 missing step, 6 valid (constructor throws on request), 7 a table too short for get_state.
+// 5 missing step, 6 valid (constructor throws on request), 7 a table too short for get_state,
+// 8 render without a frame, 9 a frame without render, 10 a frame of 0 x 5 pixels, 11 a version-6
+// table holding render and frame values it cannot have (they must be ignored).
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 
 #include "fastbatch/env.h"
@@ -42,6 +45,8 @@ class Faulty {
 };
 
 namespace {
+int32_t PaintNothing(void*, int64_t, uint8_t*, fb_error*) { return 0; }
+
 const fb_env_api* Broken() {
   static fb_env_api api = *fastbatch::EnvApi<Faulty>();
   static fb_spec spec = *api.spec();
@@ -50,6 +55,10 @@ const fb_env_api* Broken() {
   if (FAULT == 3) spec.observation.ndim = 0;
   if (FAULT == 5) api.step = nullptr;
   if (FAULT == 7) api.struct_size = offsetof(fb_env_api, get_state);  // an older, shorter table
+  if (FAULT == 8 || FAULT == 11) api.render = &PaintNothing;
+  if (FAULT == 9 || FAULT == 11) spec.render_height = spec.render_width = 4;
+  if (FAULT == 10) spec.render_width = 5;
+  if (FAULT == 11) api.abi_version = 6;
   api.spec = [] { return static_cast<const fb_spec*>(&spec); };
   return &api;
 }

@@ -31,8 +31,9 @@ RENDER_MODES = ("rgb_array",)
 
 
 def render_metadata(spec: NativeEnvSpec) -> dict[str, Any]:
-    """The env's ``metadata``: its render modes and, when it renders (``spec.renderer``: the
-    gymnasium id whose renderer draws it), that renderer's frame rate."""
+    """The env's ``metadata``: its render modes and, when it renders, its frame rate: the
+    spec's (``spec.frame``: the env draws itself; None when it declares 0) or, for an env drawn
+    by a gymnasium twin (``spec.renderer``), that renderer's."""
     if spec.frame is not None:
         fps = spec.frame[2]
         return {"render_modes": list(RENDER_MODES), "render_fps": fps if fps > 0 else None}
@@ -122,7 +123,7 @@ class NativeAttributes:
         mode)."""
         if self.render_mode is None:
             return None
-        if self._venv._spec.frame is not None:
+        if self._venv._env_spec.frame is not None:  # the frame of the params made with
             return self._venv._pool.render(index)
         renderer = self._renderer_env()
         state = self._venv.get_env_state(index)

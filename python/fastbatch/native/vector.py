@@ -27,7 +27,7 @@ from fastbatch._args import (
 from fastbatch._base import NO_IDLE_ENVS, NO_IDS, BatchVectorEnv
 from fastbatch._infos import add_info, episode_info, numeric_info
 from fastbatch.errors import AsyncStateError, EnvError, PluginError
-from fastbatch.native.attrs import NativeAttributes, check_render_mode
+from fastbatch.native.attrs import NativeAttributes, check_render_mode, render_metadata
 from fastbatch.registry import REGISTRY, RegisteredEnv, spec_from_dict
 
 __all__ = ["NativeVectorEnv", "RolloutBinding"]
@@ -164,6 +164,7 @@ class NativeVectorEnv(BatchVectorEnv):
         if seeds is not None:
             self._pool.seed(seeds)
         self.render_mode = render_mode
+        self._attrs.metadata = render_metadata(self._env_spec)  # the frame rate of these params
         self.metadata.update(self._attrs.metadata)
 
     # ------------------------------------------------------------------ primitives
@@ -368,8 +369,9 @@ class NativeVectorEnv(BatchVectorEnv):
         return tuple(self._pool.np_random_seeds())
 
     def render(self) -> tuple[Any, ...] | None:
-        """Every env's frame (``render_mode="rgb_array"``), drawn by gymnasium's renderer of the
-        same id from the env's state; None without a render mode."""
+        """Every env's frame (``render_mode="rgb_array"``), drawn by the env itself (an env class
+        with ``Render``) or by gymnasium's renderer of the same id from the env's state; None
+        without a render mode."""
         self._check_open()
         if self.render_mode is None:
             return None

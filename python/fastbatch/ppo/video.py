@@ -29,6 +29,7 @@ import numpy as np
 
 from fastbatch._args import frame_stack_size
 from fastbatch.env_packages import register_native_package_for, register_package_for
+from fastbatch.errors import EnvError, PluginError, UnknownEnvError
 from fastbatch.native.single import NativeEnv
 from fastbatch.process import wrapping
 from fastbatch.registry import REGISTRY
@@ -43,13 +44,15 @@ def record_video(
     episodes: int = 1,
     seed: int = 0,
     env_kwargs: dict | None = None,
+    backend: str | None = None,
 ) -> list[float]:
-    """Plays `episodes` episodes of gymnasium's `env_id` with `policy` (a batch of float32
-    observations and of episode-start flags -> a batch of actions, as `export.Player`), writes
-    their frames to `path`; returns their returns. `env_kwargs` are the training run's: its
-    ``wrappers`` and ``frame_stack`` wrap the env as the process backend's workers do, the rest
-    go to gymnasium.make."""
-    env = _rendering_env(env_id, env_kwargs or {})
+    """Plays `episodes` episodes of `env_id` with `policy` (a batch of float32 observations and
+    of episode-start flags -> a batch of actions, as `export.Player`), writes their frames to
+    `path`; returns their returns. `env_kwargs` and `backend` are the training run's: a native
+    env that draws itself (backend None or "native") is made with the kwargs; otherwise
+    gymnasium's env of the id is, its ``wrappers`` and ``frame_stack`` wrapping it as the
+    process backend's workers do and the rest going to gymnasium.make."""
+    env = _rendering_env(env_id, env_kwargs or {}, backend)
     returns: list[float] = []
     try:
         frames = _play(env, policy, episodes, seed, returns)
@@ -59,15 +62,18 @@ def record_video(
     return returns
 
 
-def check_recordable(env_id: str) -> None:
+def check_recordable(env_id: str, backend: str | None = None) -> None:
     """Raises ValueError, saying why, unless `env_id` can be recorded (before a long run)."""
-    _rendering_env(env_id).close()
+    _rendering_env(env_id, {}, backend).close()
 
 
-def _rendering_env(env_id: str, env_kwargs: dict | None = None) -> gymnasium.Env:
+def _rendering_env(env_id: str, env_kwargs: dict, backend: str | None) -> gymnasium.Env:
     name = env_id.removeprefix("fastbatch/")
-    if _draws_itself(name, env_kwargs or {}):
-        return NativeEnv(name, render_mode="rgb_array", **(env_kwargs or {}))
+    if backend in (None, "native") and _draws_itself(name, env_kwargs):
+        try:
+            return NativeEnv(name, render_mode="rgb_array", **env_kwargs)
+        except EnvError as exc:  # e.g. fastbatch-atari without its ROMs
+            raise ValueError(f"cannot record {env_id}: making its env failed: {exc}") from None
     if name not in gymnasium.registry:
         register_package_for(name)  # an ALE/, MinAtar/, MiniGrid- id: its package's ids
     try:
@@ -104,7 +110,10 @@ def _draws_itself(name: str, env_kwargs: dict) -> bool:
     if "wrappers" in env_kwargs:
         return False
     if not REGISTRY.has(name):
-        register_native_package_for(name)  # an ALE/ id: fastbatch-atari's envs when installed
+        try:  # an ALE/ id: fastbatch-atari's envs when installed
+            register_native_package_for(name)
+        except (UnknownEnvError, PluginError):  # that package is broken: gymnasium's env then
+            return False
     return REGISTRY.has(name) and REGISTRY.resolve(name).spec.frame is not None
 
 

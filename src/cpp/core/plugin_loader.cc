@@ -63,6 +63,14 @@ FrameSize FrameOf(const fb_spec* spec, uint32_t abi_version) {
   return {spec->render_height, spec->render_width, spec->render_fps};
 }
 
+size_t SpecBytes(uint32_t abi_version) {
+  if (abi_version >= 7) return sizeof(fb_spec);
+  if (abi_version >= 6) return offsetof(fb_spec, render_height);
+  if (abi_version >= 3) return offsetof(fb_spec, num_agents);
+  if (abi_version >= 2) return offsetof(fb_spec, num_infos);
+  return offsetof(fb_spec, param_info);
+}
+
 int64_t InfoRowSize(const fb_spec* spec, uint32_t abi_version) {
   if (abi_version < 3) return 0;
   int64_t row = 0;
@@ -177,6 +185,10 @@ void ValidateApi(const fb_env_api* api, const std::string& origin) {
                       (why != nullptr && why[0] != '\0' ? why : "no reason given"));
   }
   ValidateSpec(spec, HasV2Fields(api) ? api->abi_version : 1, origin);
+  ValidateFrame(api, spec, origin);
+}
+
+void ValidateFrame(const fb_env_api* api, const fb_spec* spec, const std::string& origin) {
   const bool draws = FrameOf(spec, api->abi_version).height > 0;
   if (api->abi_version >= 7 && draws != (RenderOf(api) != nullptr)) {
     throw PluginError(origin + ": env " + spec->id +

@@ -9,6 +9,7 @@
 #ifndef FASTBATCH_CORE_PLUGIN_LOADER_H_
 #define FASTBATCH_CORE_PLUGIN_LOADER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -40,6 +41,10 @@ void ValidateApi(const fb_env_api* api, const std::string& origin);
 // of a table of ABI version `abi_version`. Throws PluginError, its message `origin: env <id>: ...`.
 void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& origin);
 
+// Checks that `spec` (the default spec or a block's) declares a frame exactly when `api` has
+// render (ABI version 7; nothing to check before). Throws PluginError.
+void ValidateFrame(const fb_env_api* api, const fb_spec* spec, const std::string& origin);
+
 // True when a field appended in ABI version 2 may be read from `api`.
 bool HasV2Fields(const fb_env_api* api);
 // The table's set_state (ABI version 5), or NULL when it has none or predates it.
@@ -59,6 +64,10 @@ struct FrameSize {
   int64_t bytes() const { return height * width * 3; }
 };
 FrameSize FrameOf(const fb_spec* spec, uint32_t abi_version);
+
+// The bytes of an `fb_spec` as a table of ABI version `abi_version` lays it out (a prefix of
+// today's struct): what may be copied from its specs.
+size_t SpecBytes(uint32_t abi_version);
 
 // Doubles in one env's info row of `spec` (ABI version 3; 0 for older tables or no infos).
 int64_t InfoRowSize(const fb_spec* spec, uint32_t abi_version);

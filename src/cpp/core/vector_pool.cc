@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "dtype.h"
@@ -35,6 +36,7 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
     spec_ = api_->block_spec(block_);
     try {
       ValidateSpec(spec_, api_->abi_version, "the spec for the params given");
+      ValidateFrame(api_, spec_, "the spec for the params given");
     } catch (...) {
       api_->destroy(block_);
       throw;
@@ -83,6 +85,12 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   info_.assign(n * info_row, 0.0);
   if (mode_ == AutoresetMode::kSameStep) final_info_.assign(n * info_row, 0.0);
   errors_.resize(static_cast<size_t>(num_chunks_));
+  // Chunks are sized by cost only where several threads share them (SizeChunksByCost).
+  if (max_threads_ > 1) {
+    chunk_seconds_.assign(static_cast<size_t>(num_chunks_), 0.0);
+  } else {
+    timed_steps_ = kCostSteps;
+  }
   failed_.assign(static_cast<size_t>(num_chunks_), 0);
   ended_.assign(static_cast<size_t>(num_chunks_), 0);
   seeds_.SeedFromEntropy(0, num_envs_);
@@ -125,7 +133,9 @@ void VectorPool::StackFrames(int64_t k) {
                                 std::to_string(FASTBATCH_MAX_NDIM));
   }
   frame_stack_ = k;
-  stacked_spec_ = *spec_;
+  // The fields the table's version has (an older table's spec is a shorter struct).
+  stacked_spec_ = fb_spec{};
+  std::memcpy(&stacked_spec_, spec_, SpecBytes(env_truncates_ ? api_->abi_version : 1));
   fb_space& stacked = stacked_spec_.observation;
   stacked.ndim = obs.ndim + 1;
   stacked.shape[0] = k;
@@ -304,29 +314,33 @@ int64_t VectorPool::Step(const void* actions, const BatchOut& out) {
   last_was_recv_ = false;
   std::fill(failed_.begin(), failed_.end(), 0);
   std::fill(ended_.begin(), ended_.end(), 0);
-  double thread_seconds = 0.0;
+  const bool timed = timed_steps_ < kCostSteps;  // StepTask times each chunk's env work
+  if (timed) std::fill(chunk_seconds_.begin(), chunk_seconds_.end(), 0.0);
   if (max_threads_ == 1) {
     workers_->Run(&VectorPool::StepTask, this, num_chunks_, 0);
   } else {
     const int threads = tuner_.threads();
     const double start = Now();
     workers_->Run(&VectorPool::StepTask, this, num_chunks_, threads - 1);
-    const double seconds = Now() - start;
-    tuner_.Record(seconds);
-    thread_seconds = seconds * threads;
+    tuner_.Record(Now() - start);
   }
   ThrowFirstError();
   int64_t ended = 0;
   for (int64_t e : ended_) ended += e;
   // After the step's books are read: sizing the chunks resizes them.
-  if (max_threads_ > 1 && timed_steps_ < kCostSteps) SizeChunksByCost(thread_seconds);
+  if (timed) SizeChunksByCost();
   return ended;
 }
 
-void VectorPool::SizeChunksByCost(double thread_seconds) {
-  timed_seconds_ += thread_seconds;
-  if (++timed_steps_ < kCostSteps) return;
-  const double per_env = timed_seconds_ / static_cast<double>(kCostSteps * num_envs_);
+void VectorPool::SizeChunksByCost() {
+  double seconds = 0.0;  // the env work of the step, summed over the threads that ran it
+  for (double s : chunk_seconds_) seconds += s;
+  // The first step is left out (cold caches, lazy set-up); the fastest of the others stands
+  // for the env, as a step slowed by a thread losing its core says nothing about it.
+  if (timed_steps_++ > 0) least_step_seconds_ = std::min(least_step_seconds_, seconds);
+  if (timed_steps_ < kCostSteps) return;
+  chunk_seconds_ = {};
+  const double per_env = least_step_seconds_ / static_cast<double>(num_envs_);
   if (per_env < kFineChunkSeconds || chunk_size_ == 1) return;
   chunk_size_ = (num_envs_ + kMaxChunks - 1) / kMaxChunks;  // 1 up to kMaxChunks envs
   num_chunks_ = (num_envs_ + chunk_size_ - 1) / chunk_size_;
@@ -340,9 +354,12 @@ void VectorPool::StepTask(void* self, int64_t begin, int64_t end) {
   const auto c = static_cast<size_t>(begin);
   const int64_t first = pool->ChunkBegin(begin);
   const int64_t last = pool->ChunkBegin(end);
+  const bool timed = pool->timed_steps_ < kCostSteps;  // written by the caller between steps
+  const double start = timed ? Now() : 0.0;
   const int64_t ended = first == last ? 0
                                       : pool->StepEnvs(first, last, pool->call_actions_,
                                                        pool->call_out_, &pool->errors_[c]);
+  if (timed) pool->chunk_seconds_[c] = Now() - start;
   pool->failed_[c] = ended < 0 ? 1 : 0;
   pool->ended_[c] = ended < 0 ? 0 : ended;
 }

@@ -10,8 +10,8 @@
 // Threading: all methods are called by one thread at a time (the Python layer guarantees it).
 // Inside Reset/Step the envs are split into chunks of `chunk_size()` envs (borders on cache-line
 // multiples, worker_pool.h) that the caller and the workers claim one at a time; envs whose step
-// costs kFineChunkSeconds or more (Atari, MuJoCo: measured over the first kCostSteps sync steps)
-// then get one env a chunk, so that threads balance uneven steps (a reset with noops, a long
+// costs kFineChunkSeconds or more (Atari, MuJoCo: env work timed in the first kCostSteps sync
+// steps) then get one env a chunk, so that threads balance uneven steps (a reset with noops, a long
 // physics step) env by env, as a cache line shared at a border costs nothing beside them; a chunk's
 // bookkeeping runs on the thread that stepped it. Step times each batch and a ThreadTuner picks
 // how many of the `num_threads()` threads take part (`active_threads()`). Results never depend
@@ -61,6 +61,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -241,13 +242,13 @@ class VectorPool {
 
  private:
   void CheckNotInFlight(int64_t env) const;  // throws AsyncStateError
-  // Sync steps timed before the chunks are sized by cost, and the per-env step cost (thread
-  // seconds) from which chunks hold one env each.
+  // Sync steps timed before the chunks are sized by cost, and the per-env step cost (seconds of
+  // env work, waits left out) from which chunks hold one env each.
   static constexpr int64_t kCostSteps = 8;
   static constexpr double kFineChunkSeconds = 2e-6;
-  // Adds a sync step's thread seconds; after kCostSteps, one env a chunk if the mean cost per
-  // env step is at least kFineChunkSeconds.
-  void SizeChunksByCost(double thread_seconds);
+  // Reads the last step's chunk times; after kCostSteps steps, one env a chunk if the fastest
+  // step but the first cost at least kFineChunkSeconds per env.
+  void SizeChunksByCost();
   static void StepTask(void* self, int64_t begin, int64_t end);
   static void ResetTask(void* self, int64_t begin, int64_t end);
   int64_t ChunkBegin(int64_t chunk) const { return std::min(chunk * chunk_size_, num_envs_); }
@@ -326,8 +327,9 @@ class VectorPool {
   int max_threads_;
   int64_t chunk_size_;  // chunk c covers envs [c * chunk_size_, min((c + 1) * chunk_size_, N))
   int64_t num_chunks_;
-  int64_t timed_steps_ = 0;     // sync steps timed for SizeChunksByCost
-  double timed_seconds_ = 0.0;  // their thread seconds
+  int64_t timed_steps_ = 0;  // sync steps timed for SizeChunksByCost (kCostSteps: done)
+  double least_step_seconds_ = std::numeric_limits<double>::infinity();
+  std::vector<double> chunk_seconds_;  // each chunk's env work in the last timed step
   std::unique_ptr<WorkerPool> workers_;
   ThreadTuner tuner_;
 

@@ -57,9 +57,9 @@
  *
  * Version 7 appends rendering: `fb_spec.render_height/render_width/render_fps` declare the RGB
  * frame an env draws (0 x 0: none) and `fb_env_api.render` draws env `index` into it. A table
- * has `render` exactly when its specs declare a frame. A pool reads these fields only from a
- * table of version 7 or later whose `struct_size` covers `render`: older plugins load unchanged
- * and draw nothing themselves.
+ * has `render` exactly when its specs declare a frame. A pool reads the frame fields only from
+ * specs of a table of version 7 or later, and `render` only from such a table whose
+ * `struct_size` covers it: older plugins load unchanged and draw nothing themselves.
  */
 #ifndef FASTBATCH_ABI_H_
 #define FASTBATCH_ABI_H_

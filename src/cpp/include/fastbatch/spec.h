@@ -305,7 +305,7 @@ class Spec {
 
   const std::string& id() const { return id_; }
   int32_t num_agents() const { return num_agents_; }
-  bool renders() const { return render_height_ > 0 || render_width_ > 0; }
+  bool renders() const { return render_height_ != 0 || render_width_ != 0; }
   const ParamList& params() const { return params_; }
   const std::vector<InfoDecl>& infos() const { return infos_; }
   // Doubles in one env's info row: the sizes of every info entry, summed.
