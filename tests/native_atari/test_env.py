@@ -102,6 +102,7 @@ def test_videos_play_the_env_the_run_trained_on():
         env = _rendering_env("ALE/Pong-v5", {}, backend)
         try:
             assert isinstance(env.unwrapped, kind), backend
+            assert env.metadata["render_fps"] == 30  # ale-py's, also on the native env
             env.reset(seed=0)
             assert env.render().shape == (210, 160, 3)
         finally:

@@ -338,7 +338,7 @@ void PyVectorPool::RaiseMissing(const std::string& cannot, uint32_t since,
 py::array_t<double> PyVectorPool::GetState(int64_t env) {
   CallGuard guard(&busy_, &closing_);
   CheckOpen();
-  if (env < 0 || env >= pool_->num_envs()) throw py::index_error("env index out of range");
+  CheckEnvIndex(env);
   double buffer[256];
   const int64_t n = pool_->GetState(env, buffer, 256);
   if (n == 0) throw py::value_error("this env type does not expose its state");

@@ -137,9 +137,9 @@ void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& 
     }
   }
   if (abi_version < 6) return;
-  if (spec->num_agents < 0 || spec->num_agents > (1 << 16)) {
-    throw PluginError(origin + ": num_agents must be 0 to 65536, got " +
-                      std::to_string(spec->num_agents));
+  if (spec->num_agents < 0 || spec->num_agents > FASTBATCH_MAX_AGENTS) {
+    throw PluginError(origin + ": num_agents must be 0 to " + std::to_string(FASTBATCH_MAX_AGENTS) +
+                      ", got " + std::to_string(spec->num_agents));
   }
   if (spec->num_agents > 1 && spec->num_infos > 0) {
     throw PluginError(origin + ": a multi-agent env cannot declare infos yet");
@@ -147,9 +147,11 @@ void ValidateSpec(const fb_spec* spec, uint32_t abi_version, const std::string& 
   if (abi_version < 7) return;
   const bool none = spec->render_height == 0 && spec->render_width == 0;
   const bool sized = spec->render_height > 0 && spec->render_width > 0 &&
-                     spec->render_height <= (1 << 14) && spec->render_width <= (1 << 14);
+                     spec->render_height <= FASTBATCH_MAX_FRAME_SIDE &&
+                     spec->render_width <= FASTBATCH_MAX_FRAME_SIDE;
   if (!(none || sized) || !(spec->render_fps >= 0.0) || std::isinf(spec->render_fps)) {
-    throw PluginError(origin + ": its frame must be 0 x 0 (none) or 1 to 16384 pixels a side at " +
+    throw PluginError(origin + ": its frame must be 0 x 0 (none) or 1 to " +
+                      std::to_string(FASTBATCH_MAX_FRAME_SIDE) + " pixels a side at " +
                       "a finite fps >= 0, got " + std::to_string(spec->render_height) + " x " +
                       std::to_string(spec->render_width) + " at " +
                       std::to_string(spec->render_fps));

@@ -74,6 +74,8 @@ extern "C" {
 #define FASTBATCH_ABI_MIN_VERSION 1u /* the oldest version this fastbatch still loads */
 #define FASTBATCH_MAX_NDIM 4
 #define FASTBATCH_ERROR_LEN 512
+#define FASTBATCH_MAX_AGENTS 65536     /* the most agents one env may hold (version 6) */
+#define FASTBATCH_MAX_FRAME_SIDE 16384 /* the longest side of a rendered frame (version 7) */
 
 /* Element types of observation and action arrays. */
 typedef enum fb_dtype {

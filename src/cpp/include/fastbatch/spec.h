@@ -339,9 +339,9 @@ class Spec {
     }
   }
   // The longest side of a rendered frame.
-  static constexpr int32_t kMaxFrameSide = 1 << 14;
+  static constexpr int32_t kMaxFrameSide = FASTBATCH_MAX_FRAME_SIDE;
   // The most agents one env may hold.
-  static constexpr int32_t kMaxAgents = 1 << 16;
+  static constexpr int32_t kMaxAgents = FASTBATCH_MAX_AGENTS;
 
   // The C view; valid while this Spec lives unchanged.
   const fb_spec* View() {
