@@ -157,7 +157,10 @@ class Preprocessing {
 
   void Observe(uint8_t* obs) {
     if (settings_.frame_skip > 1) {
-      for (size_t k = 0; k < newest_.size(); ++k) newest_[k] = std::max(newest_[k], previous_[k]);
+      uint8_t* __restrict newest = newest_.data();
+      const uint8_t* __restrict previous = previous_.data();
+      const size_t size = newest_.size();
+      for (size_t k = 0; k < size; ++k) newest[k] = std::max(newest[k], previous[k]);
     }
     resize_(newest_.data(), obs);
   }
