@@ -2,7 +2,8 @@
 "solves the native env in minutes"), one run.
 
     python bench/ppo_spread.py [--seeds 0,1,2] [--steps 1000000] [--episodes 2000]
-                               [--bars 0.5,0.75,0.9] [--set KEY=VALUE ...] [--json FILE]
+                               [--bars 0.5,0.75,0.9] [--eval-episodes 600]
+                               [--set KEY=VALUE ...] [--json FILE]
 
 "Solved" is measured against two policies played here first on the same env: uniform random
 actions, and a scripted controller that knows the task (each env's agents take the landmarks of
@@ -11,8 +12,10 @@ prediction of the env's own dynamics lands nearest its landmark). Both are read 
 observations only. Each bar is a fraction of the way from random to scripted (`--bars`), in the
 mean return of an agent episode (25 steps); each seed trains the ``spread`` preset (fastbatch
 train spread) for `--steps` agent steps (the learning rate anneals over them) and the table gives
-its seconds and agent steps to each bar and its return at the end (the mean of the last 100 agent
-episodes, progress.csv). Needs ``pip install '.[bench]'``.
+its seconds and agent steps to each bar, its training return at the end (the mean of the last 100
+agent episodes of the sampling policy, progress.csv) and the return of its greedy policy (the
+most likely action of each agent) over `--eval-episodes` agent episodes on fresh envs, as
+`fastbatch train` evaluates. Needs ``pip install '.[bench]'``.
 """
 
 from __future__ import annotations
@@ -71,12 +74,14 @@ def play(policy: str, episodes: int, seed: int = 0) -> float:
     return float(np.mean(returns[:episodes]))
 
 
-def run_fastbatch(seed: int, steps: int, overrides: list[str], bars: list[float]) -> dict:
+def run_fastbatch(
+    seed: int, steps: int, overrides: list[str], bars: list[float], eval_episodes: int
+) -> dict:
     from fastbatch.ppo import resolve, train
     from fastbatch.ppo.train import read_progress
 
     config = resolve("spread", [f"return_window={WINDOW}", *overrides], seed=seed)
-    config = config.replace(total_steps=steps)
+    config = config.replace(total_steps=steps, eval_episodes=eval_episodes)
     with tempfile.TemporaryDirectory() as logdir:
         result = train(config, logdir, progress=False)
         rows = read_progress(Path(logdir) / "progress.csv").tolist()
@@ -86,6 +91,7 @@ def run_fastbatch(seed: int, steps: int, overrides: list[str], bars: list[float]
         "steps": result["env_steps"],
         "seconds": result["seconds"],
         "final_return": result["train_return"],
+        "greedy_return": result["eval_return"],
         "steps_to_bars": [h[0] for h in hits],
         "seconds_to_bars": [h[1] for h in hits],
         "curve": rows,
@@ -100,6 +106,9 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=1_000_000, help="agent steps a run")
     parser.add_argument("--episodes", type=int, default=2000, help="agent episodes a bar policy")
     parser.add_argument("--bars", default="0.5,0.75,0.9", help="fractions, random to scripted")
+    parser.add_argument(
+        "--eval-episodes", type=int, default=600, help="agent episodes of the greedy policy"
+    )
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--json", default="bench/results/ppo_spread.json")
     args = parser.parse_args(argv)
@@ -119,12 +128,12 @@ def main(argv=None) -> int:
         flush=True,
     )
     columns = [(f"{f:.0%}: s / steps", 20) for f in fractions]
-    table = harness.Table(("seed", 5), *columns, ("final return", 13), ("run s", 7))
+    table = harness.Table(("seed", 5), *columns, ("final return", 13), ("greedy", 8), ("run s", 7))
     print(table.header())
     print(table.rule())
     runs = []
     for seed in seeds:
-        r = run_fastbatch(seed, args.steps, args.overrides, bars)
+        r = run_fastbatch(seed, args.steps, args.overrides, bars, args.eval_episodes)
         runs.append(r)
         cells = [
             "never" if t is None else f"{t:.0f} / {s:.0f}"
@@ -135,6 +144,7 @@ def main(argv=None) -> int:
                 seed,
                 *cells,
                 f"{r['final_return']:.2f}",
+                f"{r['greedy_return']:.2f}",
                 f"{r['seconds']:.0f}",
             ),
             flush=True,
