@@ -257,9 +257,9 @@ PRESETS: dict[str, PPOConfig] = {
     # and SB3 over SuperSuit do), gamma 0.8. No agent sees the clock, so with gamma 0.99 the
     # value had to guess how many of the 25 steps were left; the reward is dense (distances
     # each step) and a 5-step horizon learns it sooner and further (bench/README.md: native
-    # Spread-v0 90% of the way to a scripted controller in about 40 s, where 0.99 plateaued at
-    # 2/3; simple_spread_v3 past SB3's 1M-step return in half the time). Steps count agent rows,
-    # as SB3 over SuperSuit does.
+    # Spread-v0 90% of the way to a scripted controller in 42-44 s, where 0.99 plateaued at 2/3;
+    # simple_spread_v3 at SB3's 1M-step return in 26-38 s against 0.99's 48-72 s). Steps count
+    # agent rows, as SB3 over SuperSuit does.
     "simple_spread": _SIMPLE_SPREAD,
     # spread: fastbatch's native multi-agent particle task Spread-v0 (3 agents, 3 landmarks, 25
     # steps; src/cpp/envs/spread.h), stepped by the C++ pool, one network for every agent: the
