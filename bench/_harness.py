@@ -407,6 +407,8 @@ class RunInfo:
             "versions": {name: package_version(name) for name in names},
             **settings,
         }
+        if "tensorflow" in packages:  # TensorFlow's oneDNN switch changes its CPU kernels
+            self.meta["TF_ENABLE_ONEDNN_OPTS"] = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "unset")
 
     def header(self) -> str:
         """One line: when, where (cores, load average) and with which versions."""
@@ -418,6 +420,11 @@ class RunInfo:
             f"# {when} UTC; {meta['cores']} cores (of {meta['cpu_count']}); load average "
             + ("-" if load is None else " ".join(f"{x:.2f}" for x in load))
             + f"; python {meta['python']}, {versions}"
+            + (
+                f"; TF_ENABLE_ONEDNN_OPTS {meta['TF_ENABLE_ONEDNN_OPTS']}"
+                if "TF_ENABLE_ONEDNN_OPTS" in meta
+                else ""
+            )
         )
 
     def finish(self) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Time of one PPO update (every epoch and minibatch of one rollout), variants side by side.
 
-    python bench/ppo_update.py [--preset halfcheetah] [--rounds 15] [--set KEY=VALUE ...]
+    python bench/ppo_update.py [--preset halfcheetah] [--rounds 15] [--variants graph,xla]
+                               [--set KEY=VALUE ...]
 
 Builds one agent per variant (`jit_compile` off: graph, on: XLA) on the preset's env, collects one
 rollout each, then calls the update on that rollout in alternating rounds (so machine load
@@ -27,7 +28,15 @@ def main(argv=None) -> int:
     parser.add_argument("--preset", default="halfcheetah")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--variants",
+        default="graph,xla",
+        help="which of graph,xla to time (XLA's CPU convolutions take minutes on Atari's CNN)",
+    )
     args = parser.parse_args(argv)
+    variants = args.variants.split(",")
+    if not variants or set(variants) - {"graph", "xla"}:
+        parser.error(f"--variants takes graph and/or xla, got {args.variants!r}")
     import tensorflow as tf
 
     from fastbatch.ppo import resolve
@@ -46,7 +55,7 @@ def main(argv=None) -> int:
         if threads:
             setter(threads)
     calls = {}
-    for jit in (False, True):
+    for jit in (name == "xla" for name in variants):
         config = base.replace(jit_compile=jit)
         agent = Agent(config, make_env(config))
         agent.start(config.seed)
@@ -54,7 +63,7 @@ def main(argv=None) -> int:
         t = agent.rollout.tensors
         state0, starts0 = agent._rollout_start()
         inputs = (actions, t["obs"], t["reward"], t["terminated"], t["truncated"])
-        inputs += (t["final_obs"], state0, starts0)
+        inputs += (t["final_obs"], t["active"], state0, starts0)
         start = time.perf_counter()
         float(agent._update_call(*inputs)["kl"])
         name = "xla" if jit else "graph"
