@@ -4,6 +4,7 @@ short learning run that a broken learner cannot pass."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -42,6 +43,29 @@ def gae_reference(values, rewards, terminated, truncated, final_values, last_val
         running = delta + gamma * lam * (1.0 - (terminated[t] | truncated[t])) * running
         adv[t] = running
     return adv, adv + values
+
+
+@pytest.mark.parametrize("switch, enabled", [(None, True), ("0", False)])
+def test_the_trainer_leaves_tensorflows_onednn_switch_to_the_user(switch, enabled):
+    """README, Limitations: oneDNN stays on (a CNN update is 2x faster with it) unless the user
+    sets TF_ENABLE_ONEDNN_OPTS=0, which still applies when fastbatch.ppo is imported first."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+    if switch is not None:
+        env["TF_ENABLE_ONEDNN_OPTS"] = switch
+    code = (
+        "import fastbatch.ppo\n"
+        "from tensorflow.python.util import _pywrap_util_port\n"
+        "print(_pywrap_util_port.IsMklEnabled())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**env, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert out.stdout.split()[-1] == str(enabled)
 
 
 def test_gae_handles_termination_and_truncation_like_the_numpy_reference():
