@@ -223,15 +223,17 @@ PRESETS: dict[str, PPOConfig] = {
         env_id="Ant-v5", env_kwargs={"include_cfrc_ext_in_observation": False}
     ),
     # minatar_*: the MinAtar paper's network (cnn="small": 3x3x16 conv, 128 units, linear heads)
-    # on its bool 10x10xC frames through the process backend (`pip install minatar`).
+    # on its bool 10x10xC frames through the process backend (`pip install minatar`); asterix
+    # with 16 envs (twice the gradient steps a sample: return 5 in a median 54 s against 72 s
+    # with 32 envs, and no seed falling back by 1.2M steps; bench/README.md, "Pixels").
     **{
-        f"minatar_{key}": _SMALL_PIXELS.replace(env_id=f"MinAtar/{name}-v1")
-        for key, name in (
-            ("breakout", "Breakout"),
-            ("asterix", "Asterix"),
-            ("freeway", "Freeway"),
-            ("seaquest", "Seaquest"),
-            ("space_invaders", "SpaceInvaders"),
+        f"minatar_{key}": _SMALL_PIXELS.replace(env_id=f"MinAtar/{name}-v1", **changes)
+        for key, name, changes in (
+            ("breakout", "Breakout", {}),
+            ("asterix", "Asterix", {"num_envs": 16}),
+            ("freeway", "Freeway", {}),
+            ("seaquest", "Seaquest", {}),
+            ("space_invaders", "SpaceInvaders", {}),
         )
     },
     # atari: CleanRL's ppo_atari.py (8 envs x 128 steps, 4 epochs of 4 minibatches, lr 2.5e-4
