@@ -9,7 +9,8 @@ it a call), but it has PyTorch. So this script does the same arithmetic as one u
 `bench/ppo_update.py` on random data of the preset's shapes: the behaviour pass over the whole
 rollout (and the bootstrap observations), GAE, then epochs x minibatches of clipped-PPO
 gradient steps (the preset's torso and linear heads, clipped values, entropy bonus, advantage
-normalisation per minibatch, global-norm clipping, Adam with eps 1e-5), and prints milliseconds
+normalisation per minibatch, global-norm clipping, Adam with eps 1e-5; the reward scaling of
+the Atari preset, a few elementwise ops, is left out), and prints milliseconds
 per update: median, min and max over the rounds, after untimed warm-up calls. Run it on the CPU
 beside `bench/ppo_update.py` to see that both frameworks do comparable work; on a GPU it says
 what a device would give the update. It times PyTorch's kernels, not fastbatch's code.

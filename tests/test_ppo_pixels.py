@@ -16,7 +16,7 @@ from fastbatch.ppo import PPOConfig
 from fastbatch.ppo.agent import Agent
 from fastbatch.ppo.export import export_policy, load_policy, run_episodes
 from fastbatch.ppo.normalize import RunningMeanStd, prepare_observations
-from fastbatch.ppo.torsos import CNNS, image_layout, make_torso
+from fastbatch.ppo.torsos import CNNS, bfloat16_is_native, image_layout, make_torso
 
 IMAGE = "_TestImage-v0"  # uint8 (channels, size, size); reward 1 for naming the lit half
 
@@ -64,6 +64,47 @@ def test_auto_picks_nature_for_large_images_and_small_below():
     assert isinstance(make_torso("auto", (10, 10, 4), "auto", 0), CNNS["small"])
     with pytest.raises(ValueError, match="36x36 or more.*cnn='small'"):
         make_torso("nature", (10, 10, 4), "auto", 0)
+
+
+@pytest.mark.parametrize(
+    "kind, hwc", [("nature", (84, 84, 4)), ("impala", (16, 16, 3)), ("small", (10, 10, 6))]
+)
+def test_a_bfloat16_torso_keeps_float32_weights_and_gives_float32_features_close_to_float32s(
+    kind, hwc
+):
+    full = make_torso(kind, hwc, "last", seed=3)
+    half = make_torso(kind, hwc, "last", seed=3, dtype="bfloat16")
+    assert half.dtype == tf.bfloat16 and full.dtype == tf.float32
+    assert {v.dtype for v in half.trainable_variables} == {tf.float32}
+    for a, b in zip(full.trainable_variables, half.trainable_variables, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())  # the same weights
+    images = tf.random.stateless_uniform([6, *hwc], seed=[1, 2])
+    with tf.GradientTape() as tape:
+        out = half(images)
+        loss = tf.reduce_sum(out)
+    assert out.dtype == tf.float32
+    # bfloat16 keeps 8 significant bits: features within a few percent of the float32 ones.
+    reference = full(images).numpy()
+    np.testing.assert_allclose(out.numpy(), reference, atol=0.05 * np.abs(reference).max())
+    grads = tape.gradient(loss, half.trainable_variables)
+    assert all(g is not None and g.dtype == tf.float32 for g in grads)
+
+
+def test_cnn_dtype_auto_follows_the_cpus_bfloat16_flags(tmp_path, monkeypatch):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx512f avx512_bf16\n")
+    assert bfloat16_is_native(str(cpuinfo))
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2\n")
+    assert not bfloat16_is_native(str(cpuinfo))
+    assert not bfloat16_is_native(str(tmp_path / "missing"))
+    monkeypatch.setattr("fastbatch.ppo.torsos.bfloat16_is_native", lambda: False)
+    assert make_torso("small", (10, 10, 4), "auto", 0, dtype="auto").dtype == tf.float32
+    monkeypatch.setattr("fastbatch.ppo.torsos.bfloat16_is_native", lambda: True)
+    assert make_torso("small", (10, 10, 4), "auto", 0, dtype="auto").dtype == tf.bfloat16
+    with pytest.raises(ValueError, match="cnn_dtype must be one of auto, float32, bfloat16"):
+        PPOConfig(cnn_dtype="float16")
+    with pytest.raises(ValueError, match="cnn_dtype must be one of"):
+        make_torso("small", (10, 10, 4), "auto", 0, dtype="half")
 
 
 def test_observations_become_floats_only_in_the_network():
@@ -118,8 +159,24 @@ def _make(config, **kwargs):
         {"policy": "gru", "gru_size": 32, "minibatches": 2},
         {"shared_torso": False},
         {"cnn": "impala", "env_kwargs": {"size": 12}},
+        {"cnn_dtype": "bfloat16"},
+        {
+            "cnn_dtype": "bfloat16",
+            "policy": "gru",
+            "gru_size": 32,
+            "cnn": "nature",
+            "env_kwargs": {"size": 36},
+        },
     ],
-    ids=["small", "channels-last", "gru-on-cnn", "separate-torsos", "impala"],
+    ids=[
+        "small",
+        "channels-last",
+        "gru-on-cnn",
+        "separate-torsos",
+        "impala",
+        "bf16",
+        "bf16-gru-nature",
+    ],
 )
 def test_an_image_agent_keeps_uint8_observations_and_updates(changes):
     config = _image_config(**changes)
@@ -135,8 +192,9 @@ def test_an_image_agent_keeps_uint8_observations_and_updates(changes):
     env.close()
 
 
-def test_an_exported_image_policy_takes_the_envs_dtype_and_plays(tmp_path):
-    config = _image_config()
+@pytest.mark.parametrize("cnn_dtype", ["float32", "bfloat16"])
+def test_an_exported_image_policy_takes_the_envs_dtype_and_plays(tmp_path, cnn_dtype):
+    config = _image_config(cnn_dtype=cnn_dtype)
     env = _make(config)
     agent = Agent(config, env)
     agent.start(0)

@@ -148,7 +148,13 @@ class Agent(tf.Module):
             return core, None, None
         count = 1 if config.shared_torso else 2
         torsos = [
-            make_torso(config.cnn, self.obs_shape, config.channels, config.seed + 1000 * k)
+            make_torso(
+                config.cnn,
+                self.obs_shape,
+                config.channels,
+                config.seed + 1000 * k,
+                config.cnn_dtype,
+            )
             for k in range(count)
         ]
         size = torsos[0].feature_size

@@ -10,6 +10,8 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
+CNN_DTYPES = ("auto", "float32", "bfloat16")  # PPOConfig.cnn_dtype's choices
+
 
 @dataclass(frozen=True)
 class PPOConfig:
@@ -95,6 +97,11 @@ class PPOConfig:
     (the MinAtar paper's: one 3x3 conv of 16 filters and 128 units, for inputs such as 10x10),
     or 'auto': 'nature' for images of 36x36 and more, 'small' below. The core (policy='mlp' or
     'gru') then reads the torso's features."""
+    cnn_dtype: str = "float32"
+    """The dtype the CNN torso computes in: 'float32', 'bfloat16' (mixed precision: weights,
+    gradients and optimiser stay float32; images and weights are cast at each call and the
+    features come back as float32), or 'auto': bfloat16 where the CPU computes it natively (x86
+    avx512_bf16 or amx_bf16), float32 elsewhere."""
     channels: str = "auto"
     """Where an image's channels are: 'first' (C, H, W), 'last' (H, W, C), or 'auto': the
     shorter of the first and last axes (ties: last)."""
@@ -176,6 +183,10 @@ class PPOConfig:
             raise ValueError(f"policy must be 'mlp' or 'gru', got {self.policy!r}")
         if self.cnn not in ("auto", "nature", "impala", "small"):
             raise ValueError(f"cnn must be 'auto', 'nature', 'impala' or 'small', got {self.cnn!r}")
+        if self.cnn_dtype not in CNN_DTYPES:
+            raise ValueError(
+                f"cnn_dtype must be one of {', '.join(CNN_DTYPES)}, got {self.cnn_dtype!r}"
+            )
         if self.channels not in ("auto", "first", "last"):
             raise ValueError(f"channels must be 'auto', 'first' or 'last', got {self.channels!r}")
         if self.policy == "gru" and not self.shared_torso:

@@ -5,6 +5,9 @@ A torso takes float images ``[B, *obs_shape]`` in the env's layout (already scal
 uint8, 0/1 for bool, see `Agent.normalize`) and returns ``[B, feature_size]``. Channel-first
 images are transposed to TensorFlow's NHWC inside, so the env's layout never matters outside.
 Weights are orthogonal with gain sqrt(2) and zero biases, as CleanRL's ``layer_init`` does.
+A torso computes in its ``dtype``: float32, or bfloat16 (``cnn_dtype``), where the images and
+each weight are cast to bfloat16 at the call and the features cast back to float32: the
+variables, their gradients and the optimiser stay float32, as in mixed-precision training.
 
 - `NatureCNN` (Mnih et al. 2015, DQN; CleanRL's ``ppo_atari.py``): conv 32 8x8 stride 4, conv 64
   4x4 stride 2, conv 64 3x3 stride 1, a 512-unit layer, ReLU after each. Needs 36x36 or more.
@@ -21,9 +24,43 @@ import math
 
 import tensorflow as tf
 
-__all__ = ["CNNS", "Encoded", "ImpalaCNN", "NatureCNN", "SmallCNN", "image_layout", "make_torso"]
+from .config import CNN_DTYPES
+
+__all__ = [
+    "CNNS",
+    "CNN_DTYPES",
+    "Encoded",
+    "ImpalaCNN",
+    "NatureCNN",
+    "SmallCNN",
+    "bfloat16_is_native",
+    "image_layout",
+    "make_torso",
+]
 
 _GAIN = math.sqrt(2.0)
+
+
+def bfloat16_is_native(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether this CPU computes bfloat16 dot products itself (the x86 flags avx512_bf16 or
+    amx_bf16), which oneDNN then uses; elsewhere bfloat16 is converted in software."""
+    try:
+        with open(cpuinfo) as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return bool({"avx512_bf16", "amx_bf16"} & set(line.split()))
+    except OSError:
+        pass
+    return False
+
+
+def resolve_dtype(name: str) -> tf.DType:
+    """The dtype `name` (one of CNN_DTYPES) gives: 'auto' is bfloat16 where the CPU has it."""
+    if name not in CNN_DTYPES:
+        raise ValueError(f"cnn_dtype must be one of {', '.join(CNN_DTYPES)}, got {name!r}")
+    if name == "auto":
+        name = "bfloat16" if bfloat16_is_native() else "float32"
+    return tf.dtypes.as_dtype(name)
 
 
 def image_layout(shape: tuple[int, ...], channels: str) -> tuple[int, int, int, bool]:
@@ -46,7 +83,8 @@ class _Conv(tf.Module):
         self.stride, self.padding = stride, padding
 
     def __call__(self, x):
-        return tf.nn.conv2d(x, self.kernel, self.stride, self.padding) + self.bias
+        kernel, bias = (tf.cast(v, x.dtype) for v in (self.kernel, self.bias))
+        return tf.nn.conv2d(x, kernel, self.stride, self.padding) + bias
 
 
 class _Dense(tf.Module):
@@ -57,19 +95,20 @@ class _Dense(tf.Module):
         self.bias = tf.Variable(tf.zeros(out_size), name="b")
 
     def __call__(self, x):
-        return tf.matmul(x, self.weights) + self.bias
+        return tf.matmul(x, tf.cast(self.weights, x.dtype)) + tf.cast(self.bias, x.dtype)
 
 
 class _Torso(tf.Module):
     """The layout handling every torso shares; subclasses define `_features(nhwc)`."""
 
-    def __init__(self, layout, name):
+    def __init__(self, layout, name, dtype=tf.float32):
         super().__init__(name=name)
         self.height, self.width, self.channels, self.channels_first = layout
+        self.dtype = tf.dtypes.as_dtype(dtype)
 
     def __call__(self, images):
         x = tf.transpose(images, [0, 2, 3, 1]) if self.channels_first else images
-        return self._features(x)
+        return tf.cast(self._features(tf.cast(x, self.dtype)), tf.float32)
 
 
 def _valid(size: int, kernel: int, stride: int) -> int:
@@ -79,8 +118,8 @@ def _valid(size: int, kernel: int, stride: int) -> int:
 class NatureCNN(_Torso):
     feature_size = 512
 
-    def __init__(self, layout, seed: int):
-        super().__init__(layout, "nature_cnn")
+    def __init__(self, layout, seed: int, dtype=tf.float32):
+        super().__init__(layout, "nature_cnn", dtype)
         h, w = self.height, self.width
         for kernel, stride in ((8, 4), (4, 2), (3, 1)):
             h, w = _valid(h, kernel, stride), _valid(w, kernel, stride)
@@ -105,8 +144,8 @@ class NatureCNN(_Torso):
 class ImpalaCNN(_Torso):
     feature_size = 256
 
-    def __init__(self, layout, seed: int):
-        super().__init__(layout, "impala_cnn")
+    def __init__(self, layout, seed: int, dtype=tf.float32):
+        super().__init__(layout, "impala_cnn", dtype)
         h, w, c = self.height, self.width, self.channels
         self.stages = []
         for k, depth in enumerate((16, 32, 32)):
@@ -138,8 +177,8 @@ class ImpalaCNN(_Torso):
 class SmallCNN(_Torso):
     feature_size = 128
 
-    def __init__(self, layout, seed: int):
-        super().__init__(layout, "small_cnn")
+    def __init__(self, layout, seed: int, dtype=tf.float32):
+        super().__init__(layout, "small_cnn", dtype)
         if self.height < 3 or self.width < 3:
             raise ValueError(
                 f"cnn='small' needs images of 3x3 or more, got {self.height}x{self.width}"
@@ -156,13 +195,15 @@ class SmallCNN(_Torso):
 CNNS = {"nature": NatureCNN, "impala": ImpalaCNN, "small": SmallCNN}
 
 
-def make_torso(kind: str, shape: tuple[int, ...], channels: str, seed: int) -> _Torso:
+def make_torso(
+    kind: str, shape: tuple[int, ...], channels: str, seed: int, dtype: str = "float32"
+) -> _Torso:
     """The torso `kind` names ("auto": nature for images of 36x36 and more, small below) for
-    image observations of `shape`."""
+    image observations of `shape`, computing in `dtype` (one of CNN_DTYPES)."""
     layout = image_layout(shape, channels)
     if kind == "auto":
         kind = "nature" if min(layout[0], layout[1]) >= 36 else "small"
-    return CNNS[kind](layout, seed)
+    return CNNS[kind](layout, seed, resolve_dtype(dtype))
 
 
 class Encoded(tf.Module):
