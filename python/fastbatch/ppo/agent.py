@@ -35,6 +35,7 @@ from . import losses
 from .config import PPOConfig
 from .core import make_core
 from .distribute import Key, LocalSync
+from .gae import gae
 from .minibatches import advantage_stats, shuffle_orders, take
 from .networks import Policy, Value
 from .normalize import RunningMeanStd, prepare_observations, scale_rewards
@@ -254,30 +255,6 @@ class Agent(tf.Module):
         )
         return self.value(last_features), tf.reshape(self.value(final_features), [T, N])
 
-    def advantages(self, values, rewards, terminated, truncated, final_values, last_values):
-        """GAE(lambda): termination cuts the bootstrap, truncation bootstraps from the final
-        observation's value. All inputs [T, N] except last_values [N]. Returns (adv, returns)."""
-        c = self.config
-        T = c.rollout_steps
-        done = tf.logical_or(terminated, truncated)
-        next_values = tf.concat([values[1:], last_values[None]], axis=0)
-        next_values = tf.where(truncated, final_values, next_values)
-        next_values = tf.where(terminated, tf.zeros_like(next_values), next_values)
-        deltas = rewards + c.gamma * next_values - values
-        not_done = 1.0 - tf.cast(done, tf.float32)
-
-        def body(t, running, adv):
-            running = deltas[t] + c.gamma * c.gae_lambda * not_done[t] * running
-            return t - 1, running, adv.write(t, running)
-
-        _, _, adv = tf.while_loop(
-            lambda t, *_: t >= 0,
-            body,
-            (tf.constant(T - 1), tf.zeros_like(last_values), tf.TensorArray(tf.float32, T)),
-        )
-        adv = adv.stack()
-        return adv, adv + values
-
     def scale_rewards(self, rewards, done):
         """Divides rewards by the running std of the discounted return (normalize.py)."""
         if not self.config.normalize_reward:
@@ -336,8 +313,15 @@ class Agent(tf.Module):
         rewards = self.scale_rewards(reward, done)
         if not c.bootstrap_truncation:  # the horizon ends the task: truncation terminates
             terminated, truncated = done, tf.zeros_like(truncated)
-        adv, returns = self.advantages(
-            tf.reshape(b_values, [T, N]), rewards, terminated, truncated, final_values, last_values
+        adv, returns = gae(
+            tf.reshape(b_values, [T, N]),
+            rewards,
+            terminated,
+            truncated,
+            final_values,
+            last_values,
+            c.gamma,
+            c.gae_lambda,
         )
         old_log_std = tf.identity(self.policy.log_std) if not self.discrete else tf.zeros([0])
         # Stop gradients into the recomputed old quantities: they are the behaviour policy's.
