@@ -154,10 +154,38 @@ def test_native_classic_control_renders_gymnasiums_frame_of_its_state(env_id):
 def test_render_without_a_mode_is_none_and_bad_modes_are_refused():
     env = fastbatch.make("CartPole-v1", 2)
     assert env.render() is None
-    with pytest.raises(ValueError, match=r"render_mode in \['rgb_array'\], got 'human'"):
+    with pytest.raises(
+        ValueError, match=r"render_mode in \['rgb_array'\], got 'human'.*HumanRendering"
+    ):
         fastbatch.make("CartPole-v1", 2, render_mode="human")
     with pytest.raises(ValueError, match="_TestCounter-v0 does not render"):
         fastbatch.make("_TestCounter-v0", 2, render_mode="rgb_array")
+
+
+def test_gymnasiums_vector_human_rendering_shows_the_native_envs_frames_tiled(monkeypatch):
+    pygame = pytest.importorskip("pygame", reason="gymnasium[classic-control] installs it")
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")  # a window without a display
+    env = gymnasium.wrappers.vector.HumanRendering(
+        fastbatch.make("CartPole-v1", 4, render_mode="rgb_array")
+    )
+    try:
+        assert env.render_mode == "human"
+        env.reset(seed=0)
+        env.step(np.ones(4, np.int64))
+        frames = env.env.render()
+        assert (env.num_rows, env.num_cols) == (2, 2)
+        window = pygame.surfarray.array3d(pygame.display.get_surface()).transpose(1, 0, 2)
+        # The top-left tile is env 0's frame, scaled to the tile's size.
+        tile = window[: window.shape[0] // 2, : window.shape[1] // 2]
+        drawn = pygame.surfarray.array3d(
+            pygame.transform.scale(
+                pygame.surfarray.make_surface(frames[0].transpose(1, 0, 2)), tile.shape[1::-1]
+            )
+        ).transpose(1, 0, 2)
+        assert np.abs(tile.astype(int) - drawn).mean() < 1.5  # (a blank tile: 2.7)
+        assert tile.min() < 128  # the cart and pole are drawn, not a blank tile
+    finally:
+        env.close()
 
 
 def test_gymnasium_make_renders_a_native_single_env():

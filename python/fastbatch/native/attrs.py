@@ -58,8 +58,10 @@ def check_render_mode(spec: NativeEnvSpec, render_mode: str | None) -> None:
         )
     if render_mode not in RENDER_MODES:
         raise ValueError(
-            f"native envs render with render_mode in {list(RENDER_MODES)}, got {render_mode!r} "
-            "(a window ('human') would need an env per window: use the process backend)"
+            f"native envs render with render_mode in {list(RENDER_MODES)}, got {render_mode!r}; "
+            "for a window of every env's frame, tiled, wrap the rgb_array env: "
+            "gymnasium.wrappers.vector.HumanRendering(fastbatch.make(id, n, "
+            "render_mode='rgb_array'))"
         )
 
 
