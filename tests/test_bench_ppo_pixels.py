@@ -2,30 +2,15 @@
 gets, its network against fastbatch's small torso, the seed-by-seed verdict and the whole
 report from fake runs."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import gymnasium
 import numpy as np
 import pytest
 
-_BENCH = Path(__file__).resolve().parents[1] / "bench"
+from tests.bench_scripts import load_bench_script
 
-
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-# bench/ is not a package: its scripts import `_harness` by that name, from their own folder.
-if "_harness" not in sys.modules:
-    _load("_harness", _BENCH / "_harness.py")
-pixels = _load("bench_ppo_pixels", _BENCH / "ppo_pixels.py")
+pixels = load_bench_script("ppo_pixels")
 
 
 def test_targets_default_and_take_a_preset_a_game_or_every_preset():

@@ -2,27 +2,11 @@
 native Spread-v0 is measured against, reads the env right (it beats random by far, and it is
 what it claims: each agent heads for its own landmark of the best assignment)."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 
-_BENCH = Path(__file__).resolve().parents[1] / "bench"
+from tests.bench_scripts import load_bench_script
 
-
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-# bench/ is not a package: its scripts import `_harness` by that name, from their own folder.
-if "_harness" not in sys.modules:
-    _load("_harness", _BENCH / "_harness.py")
-spread = _load("bench_ppo_spread", _BENCH / "ppo_spread.py")
+spread = load_bench_script("ppo_spread")
 
 
 def test_the_scripted_controller_beats_random_by_far():

@@ -1,30 +1,14 @@
 """bench/ppo_update_torch.py, the PyTorch rendition of the CNN update timed on a GPU: its shapes
 table mirrors fastbatch's presets, its networks have the torsos' parameter counts, and it runs."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason='needs pip install "fastbatch[sb3]"')
 
-_BENCH = Path(__file__).resolve().parents[1] / "bench"
+from tests.bench_scripts import load_bench_script
 
-
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-# bench/ is not a package: its scripts import `_harness` by that name, from their own folder.
-if "_harness" not in sys.modules:
-    _load("_harness", _BENCH / "_harness.py")
-reference = _load("bench_ppo_update_torch", _BENCH / "ppo_update_torch.py")
+reference = load_bench_script("ppo_update_torch")
 
 
 @pytest.mark.parametrize("name", sorted(reference.PRESETS))

@@ -1,0 +1,26 @@
+"""Loading bench/ scripts in tests. bench/ is not a package: its scripts import `_harness` by
+that name from their own folder, so it is loaded first, once, under that name."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # registered before it runs, as dataclasses need
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_bench_script(script: str) -> ModuleType:
+    """bench/<script>.py as the module ``bench_<script>`` (with `_harness` loaded first)."""
+    if "_harness" not in sys.modules:
+        _load("_harness", BENCH / "_harness.py")
+    return _load(f"bench_{script}", BENCH / f"{script}.py")
