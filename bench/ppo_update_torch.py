@@ -23,17 +23,17 @@ eager, alternated round by round). The shapes table below mirrors fastbatch's pr
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 import time
-from dataclasses import dataclass
 
 import _harness as harness
 
 _GAIN = math.sqrt(2.0)  # the hidden layers' orthogonal gain, as torsos.py
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Shapes:
     """What one update of a preset computes on: the observation, the torso and the schedule."""
 
@@ -207,7 +207,7 @@ def main(argv=None) -> int:
 
     shapes = PRESETS[args.preset]
     if args.envs:
-        shapes = Shapes(**{**shapes.__dict__, "num_envs": args.envs})
+        shapes = dataclasses.replace(shapes, num_envs=args.envs)
     torch.set_num_threads(args.threads or harness.cores())
     run = harness.RunInfo(
         packages=("torch",),
