@@ -227,8 +227,10 @@ PRESETS: dict[str, PPOConfig] = {
     ),
     # minatar_*: the MinAtar paper's network (cnn="small": 3x3x16 conv, 128 units, linear heads)
     # on its bool 10x10xC frames through the process backend (`pip install minatar`); asterix
-    # with 16 envs (twice the gradient steps a sample: return 5 in a median 54 s against 72 s
-    # with 32 envs, and no seed falling back by 1.2M steps; bench/README.md, "Pixels").
+    # and space_invaders with 16 envs (twice the gradient steps a sample: asterix's return 5 in
+    # a median 54 s against 72 s with 32 envs, no seed falling back by 1.2M steps; space
+    # invaders' 30 in 0.61-0.77x the steps, 0.36-0.42 of SB3's time against 0.38-0.52;
+    # bench/README.md, "Pixels").
     **{
         f"minatar_{key}": _SMALL_PIXELS.replace(env_id=f"MinAtar/{name}-v1", **changes)
         for key, name, changes in (
@@ -236,7 +238,7 @@ PRESETS: dict[str, PPOConfig] = {
             ("asterix", "Asterix", {"num_envs": 16}),
             ("freeway", "Freeway", {}),
             ("seaquest", "Seaquest", {}),
-            ("space_invaders", "SpaceInvaders", {}),
+            ("space_invaders", "SpaceInvaders", {"num_envs": 16}),
         )
     },
     # atari: CleanRL's ppo_atari.py (8 envs x 128 steps, 4 epochs of 4 minibatches, lr 2.5e-4
