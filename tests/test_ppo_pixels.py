@@ -90,6 +90,18 @@ def test_a_bfloat16_torso_keeps_float32_weights_and_gives_float32_features_close
     assert all(g is not None and g.dtype == tf.float32 for g in grads)
 
 
+@pytest.mark.parametrize("dtype, casts", [("float32", 0), ("bfloat16", 6)])
+def test_a_float32_torso_adds_no_casts_to_its_graph(dtype, casts):
+    torso = make_torso("small", (10, 10, 4), "last", seed=0, dtype=dtype)
+    graph = (
+        tf.function(torso.__call__)
+        .get_concrete_function(tf.TensorSpec([None, 10, 10, 4], tf.float32))
+        .graph
+    )
+    # bfloat16: the images, the conv's and the dense layer's weight and bias, the features.
+    assert sum(op.type == "Cast" for op in graph.get_operations()) == casts
+
+
 def test_cnn_dtype_auto_follows_the_cpus_bfloat16_flags(tmp_path, monkeypatch):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx512f avx512_bf16\n")
