@@ -13,6 +13,12 @@ from typing import Any
 CNN_DTYPES = ("auto", "float32", "bfloat16")  # PPOConfig.cnn_dtype's choices
 
 
+def check_cnn_dtype(name: str) -> None:
+    """Refuses a `cnn_dtype` that is not one of CNN_DTYPES, naming them."""
+    if name not in CNN_DTYPES:
+        raise ValueError(f"cnn_dtype must be one of {', '.join(CNN_DTYPES)}, got {name!r}")
+
+
 @dataclass(frozen=True)
 class PPOConfig:
     """Every knob of a training run. Presets override a few; `--set key=value` overrides any."""
@@ -183,10 +189,7 @@ class PPOConfig:
             raise ValueError(f"policy must be 'mlp' or 'gru', got {self.policy!r}")
         if self.cnn not in ("auto", "nature", "impala", "small"):
             raise ValueError(f"cnn must be 'auto', 'nature', 'impala' or 'small', got {self.cnn!r}")
-        if self.cnn_dtype not in CNN_DTYPES:
-            raise ValueError(
-                f"cnn_dtype must be one of {', '.join(CNN_DTYPES)}, got {self.cnn_dtype!r}"
-            )
+        check_cnn_dtype(self.cnn_dtype)
         if self.channels not in ("auto", "first", "last"):
             raise ValueError(f"channels must be 'auto', 'first' or 'last', got {self.channels!r}")
         if self.policy == "gru" and not self.shared_torso:

@@ -24,7 +24,7 @@ import math
 
 import tensorflow as tf
 
-from .config import CNN_DTYPES
+from .config import CNN_DTYPES, check_cnn_dtype
 
 __all__ = [
     "CNNS",
@@ -56,8 +56,7 @@ def bfloat16_is_native(cpuinfo: str = "/proc/cpuinfo") -> bool:
 
 def resolve_dtype(name: str) -> tf.DType:
     """The dtype `name` (one of CNN_DTYPES) gives: 'auto' is bfloat16 where the CPU has it."""
-    if name not in CNN_DTYPES:
-        raise ValueError(f"cnn_dtype must be one of {', '.join(CNN_DTYPES)}, got {name!r}")
+    check_cnn_dtype(name)
     if name == "auto":
         name = "bfloat16" if bfloat16_is_native() else "float32"
     return tf.dtypes.as_dtype(name)
