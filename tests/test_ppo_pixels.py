@@ -266,3 +266,13 @@ def test_a_small_cnn_learns_the_image_task(tmp_path):
     )
     result = train(config, tmp_path, progress=False)
     assert result["eval_return"] > 26, result
+
+
+def test_the_atari_presets_take_bfloat16_where_the_cpu_has_it_and_minatar_keeps_float32():
+    # README, "Training on pixels": the atari presets' `cnn_dtype=auto`; MinAtar measured no
+    # faster with bfloat16 (bench/README.md), so its presets stay float32.
+    from fastbatch.ppo.presets import PRESETS
+
+    assert PRESETS["atari"].cnn_dtype == PRESETS["atari_native"].cnn_dtype == "auto"
+    minatar = [name for name in PRESETS if name.startswith("minatar_")]
+    assert len(minatar) == 5 and all(PRESETS[n].cnn_dtype == "float32" for n in minatar)
