@@ -47,6 +47,7 @@ def test_the_process_backend_and_gymnasium_keep_ale_pys_env():
     env.close()
 
 
+@pytest.mark.engine  # the plugin's checks and errors, again under ASan+UBSan
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
@@ -63,6 +64,7 @@ def test_bad_params_are_refused_with_a_message(kwargs, error, match):
         fastbatch.make("ALE/SpaceInvaders-v5", 1, **kwargs)
 
 
+@pytest.mark.engine  # the plugin's checks and errors, again under ASan+UBSan
 def test_a_mode_the_game_lacks_is_refused_naming_its_modes():
     with pytest.raises(ValueError, match=r"mode=3 is not one of Breakout's: 0, 4, 8,"):
         fastbatch.make("ALE/Breakout-v5", 1, mode=3)
@@ -90,6 +92,7 @@ def test_without_ale_py_the_error_names_what_to_install(monkeypatch):
         env_packages.register_native_package_for("ALE/Pong-v5")
 
 
+@pytest.mark.engine  # the plugin's render, again under ASan+UBSan
 def test_videos_play_the_env_the_run_trained_on():
     # A native run records fastbatch-atari's env; a process-backend run (even without wrappers,
     # e.g. kwargs only ale-py takes) records ale-py's own.
@@ -112,6 +115,7 @@ def test_videos_play_the_env_the_run_trained_on():
     ale_only.close()
 
 
+@pytest.mark.engine  # the plugin's checks and errors, again under ASan+UBSan
 def test_a_missing_rom_is_named_with_what_to_install(tmp_path):
     # The ROMs come from the installed ale-py: pointed at a folder without them, making an env
     # fails naming the ROM file and the package, and pointed back, it works again.

@@ -15,6 +15,10 @@ from gymnasium.vector import AutoresetMode
 
 import fastbatch
 
+# Tests marked `engine` run again on .ci/run's ASan+UBSan build of the plugin: chosen so that each
+# path of its C++ runs there once (the whole module would take minutes under the sanitizers).
+E = pytest.mark.engine
+
 INFOS = ("lives", "episode_frame_number", "frame_number")
 # The atari_native preset's frames (test_preprocessing.py checks them against gymnasium's).
 PREPROCESSED = {"frameskip": 1, "atari_preprocessing": True, "fire_reset": True, "frame_stack": 4}
@@ -89,7 +93,9 @@ def _lockstep(
         theirs.close()
 
 
-@pytest.mark.parametrize("env_id", ["ALE/Pong-v5", "ALE/Breakout-v5", "ALE/Seaquest-v5"])
+@pytest.mark.parametrize(
+    "env_id", ["ALE/Pong-v5", pytest.param("ALE/Breakout-v5", marks=E), "ALE/Seaquest-v5"]
+)
 def test_whole_episodes_equal_gymnasium(env_id):
     # A short frame limit makes Pong's and Seaquest's episodes end within the test, by truncation
     # or by the game; Breakout's random play loses its lives first.
@@ -104,8 +110,8 @@ def test_same_step_mode_keeps_final_observations():
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"obs_type": "grayscale"},
-        {"obs_type": "ram", "full_action_space": True},
+        pytest.param({"obs_type": "grayscale"}, marks=E),
+        pytest.param({"obs_type": "ram", "full_action_space": True}, marks=E),
         {"frameskip": 1, "repeat_action_probability": 0.0},
         {"mode": 4, "difficulty": 1},
     ],
@@ -115,6 +121,7 @@ def test_params_equal_gymnasium(kwargs):
     _lockstep("ALE/SpaceInvaders-v5", 300, max_num_frames_per_episode=600, **kwargs)
 
 
+@E
 def test_truncation_by_frame_limit():
     env = fastbatch.make("ALE/Pong-v5", 2, max_num_frames_per_episode=100)
     env.reset(seed=0)
@@ -138,9 +145,10 @@ def test_reset_with_the_same_seed_replays():
     np.testing.assert_array_equal(first, second)
 
 
-@pytest.mark.engine
 @pytest.mark.threads
-@pytest.mark.parametrize("kwargs", [{}, PREPROCESSED], ids=["raw", "preprocessed"])
+@pytest.mark.parametrize(
+    "kwargs", [{}, pytest.param(PREPROCESSED, marks=E)], ids=["raw", "preprocessed"]
+)
 def test_identical_for_any_thread_count(kwargs):
     def run(workers):
         env = fastbatch.make("ALE/Breakout-v5", 4, num_workers=workers, **kwargs)
@@ -155,7 +163,6 @@ def test_identical_for_any_thread_count(kwargs):
     np.testing.assert_array_equal(run(1), run(2))
 
 
-@pytest.mark.engine
 @pytest.mark.threads
 @pytest.mark.parametrize("kwargs", [{}, PREPROCESSED], ids=["raw", "preprocessed"])
 def test_async_mode_equals_sync_env_by_env(kwargs):

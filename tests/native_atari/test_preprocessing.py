@@ -17,6 +17,10 @@ from gymnasium.vector import AutoresetMode
 
 import fastbatch
 
+# Tests marked `engine` run again on .ci/run's ASan+UBSan build of the plugin: chosen so that each
+# path of its C++ runs there once (the whole module would take minutes under the sanitizers).
+E = pytest.mark.engine
+
 fastbatch_atari = pytest.importorskip("fastbatch_atari")  # conftest.py: required in CI
 cv2 = pytest.importorskip("cv2")
 
@@ -48,6 +52,7 @@ def _resize(image: np.ndarray, width: int, height: int) -> np.ndarray:
         ((210, 160), (1, 1)),
     ],
 )
+@E
 def test_the_area_resize_equals_opencvs(shape, size):
     rng = np.random.default_rng(sum(shape) + sum(size))
     for trial in range(5):
@@ -144,11 +149,14 @@ def _lockstep(
         theirs.close()
 
 
+@E
 def test_cleanrls_stack_on_breakout_with_fire_resets():
     assert _lockstep("ALE/Breakout-v5", 500, fire_reset=True) >= 3
 
 
-@pytest.mark.parametrize("autoreset", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+@pytest.mark.parametrize(
+    "autoreset", [AutoresetMode.NEXT_STEP, pytest.param(AutoresetMode.SAME_STEP, marks=E)]
+)
 def test_envpools_conventions_episodic_life_and_clipped_rewards(autoreset):
     """CleanRL's whole stack (SB3's EpisodicLifeEnv inside the fire reset, rewards by sign):
     a lost life ends an episode and the game goes on with a NOOP step."""
@@ -183,8 +191,8 @@ def test_seaquest_with_sticky_actions_and_fire_resets():
     "kwargs",
     [
         {"terminal_on_life_loss": True, "noop_max": 5},
-        {"grayscale_obs": False, "screen_size": 64},
-        {"grayscale_newaxis": True, "frame_skip": 3},
+        pytest.param({"grayscale_obs": False, "screen_size": 64}, marks=E),
+        pytest.param({"grayscale_newaxis": True, "frame_skip": 3}, marks=E),
         {"frame_skip": 1, "noop_max": 0, "env_kwargs": {"repeat_action_probability": 0.0}},
     ],
     ids=["life-loss", "rgb-64", "newaxis-skip-3", "no-skip-no-noops"],
@@ -212,6 +220,7 @@ def test_wrapper_kwargs_equal_gymnasium(kwargs):
         ),
     ],
 )
+@E
 def test_inconsistent_preprocessing_params_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
         fastbatch.make("ALE/Breakout-v5", 1, **kwargs)
