@@ -243,6 +243,8 @@ class _ThreadTuner:
 
     def set_probe_cost(self, seconds: float) -> None:
         """Seconds a probe costs besides its batch steps: probes are spaced by 32 times that."""
+    def skip_probe(self) -> None:
+        """Ends the current probe unmeasured, as a lost one (the next waits longer)."""
 
 def _builtin_env_types() -> dict[str, _EnvType]:
     """Every env compiled into the extension, by id (ids starting with ``_`` are test envs)."""

@@ -233,6 +233,66 @@ def test_the_caller_takes_blocks_from_slow_workers_and_gives_them_back(tmp_path)
         env.close()
 
 
+@pytest.mark.no_sanitizer
+def test_no_block_goes_back_to_a_worker_while_no_core_is_idle(tmp_path):
+    # Another program has the core a worker would run on: probes toward the workers are skipped
+    # (no moves); once a core is idle again, the blocks go back.
+    flag = tmp_path / "slow"
+    flag.touch()
+    pid = os.getpid()
+    env = fastbatch.make(
+        lambda: SlowInWorkersEnv(pid, str(flag)), 4, backend="process", num_workers=2
+    )
+    rebalancer = env._rebalancer
+    idle = {"cores": 2.0}
+    rebalancer.idle.cores = lambda: idle["cores"]
+
+    def step_for(seconds: float, until=lambda: False) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            env.step(np.zeros(4, dtype=np.int64))
+            if until():
+                return True
+        return False
+
+    try:
+        env.reset(seed=0)
+        assert step_for(10.0, lambda: rebalancer.tuner.chosen == 1)  # settled, not a probe
+        env.step(np.zeros(4, dtype=np.int64))  # the blocks move before the step after
+        assert env.caller_blocks == 2
+        flag.unlink()  # the worker would be quick again, but the machine says no core is idle
+        idle["cores"] = 0.2
+        assert not step_for(3.0, lambda: env.caller_blocks == 1)
+        assert rebalancer.skipped_probes >= 1
+        idle["cores"] = 1.0
+        assert step_for(15.0, lambda: env.caller_blocks == 1)
+    finally:
+        env.close()
+
+
+def test_idle_cores_come_from_proc_stat(tmp_path):
+    from fastbatch.process.idle_cpu import IdleCpu
+
+    stat = tmp_path / "stat"
+
+    def write(user: int, idle: int, iowait: int) -> None:
+        # user nice system idle iowait irq softirq steal guest guest_nice, then two CPUs
+        line = f"cpu  {user} 0 0 {idle} {iowait} 0 0 0 0 0"
+        stat.write_text(f"{line}\ncpu0 1 0 0 1 0 0 0 0 0 0\ncpu1 1 0 0 1 0 0 0 0 0 0\nintr 5\n")
+
+    write(1000, 1000, 0)
+    reader = IdleCpu(str(stat))
+    write(1005, 1005, 0)  # 10 ticks: too few to tell, and the baseline stays
+    assert reader.cores() is None
+    write(1040, 1010, 10)  # 60 ticks since the first reading, 20 idle: 2 CPUs x 1/3
+    assert reader.cores() == pytest.approx(2 / 3)
+    write(1040, 1050, 10)  # all 40 since then idle
+    assert reader.cores() == pytest.approx(2.0)
+    assert IdleCpu(str(tmp_path / "missing")).cores() is None  # not Linux: cannot tell
+    stat.write_text("something else\n")
+    assert IdleCpu(str(stat)).cores() is None
+
+
 class Guarded:
     """A plain object with a property of the same name as one of its attributes' keys."""
 

@@ -21,6 +21,12 @@ caller never took (an error, a Ctrl-C) goes on with its own copies at its next c
 are the same whoever steps an env (tests/process/test_rebalance.py). A probe costs two moves:
 the tuner spaces its probes by 32 times that cost.
 
+A probe that would hand a block back to its worker (one more block in parallel) is skipped
+while the machine has less than half a core idle (idle_cpu.py): its worker would share a core
+with another program, so the probe could only lose, and its moves alone cost a few percent of
+the steps between probes. The tuner counts it as lost (`skip_probe`): the choice stays and
+the next probe waits longer.
+
 The first block that cannot move turns rebalancing off for the life of the vector env
 (``off_reason`` says why); the blocks then stay where they are.
 
@@ -34,10 +40,14 @@ import time
 from fastbatch import _core
 from fastbatch.process import shm
 from fastbatch.process.block import Block
+from fastbatch.process.idle_cpu import IdleCpu
 from fastbatch.process.moving import NotMovableError, settled
 from fastbatch.process.worker_set import WorkerSet
 
-__all__ = ["Rebalancer"]
+__all__ = ["IDLE_CORE", "Rebalancer"]
+
+IDLE_CORE = 0.5
+"""Idle cores (machine-wide, since the last check) a probe toward the workers needs."""
 
 
 class Rebalancer:
@@ -49,6 +59,8 @@ class Rebalancer:
         self.tuner = _core._ThreadTuner(workers.num_workers)
         self.off_reason: str | None = None  # why blocks no longer move (None: they do)
         self.forced: int | None = None  # tests: a fixed number of blocks stepped in parallel
+        self.idle = IdleCpu()
+        self.skipped_probes = 0  # probes toward the workers skipped for want of an idle core
 
     def place(self) -> None:
         """Before a batch step: with ``parallel`` blocks stepped in parallel (as the tuner or
@@ -57,6 +69,10 @@ class Rebalancer:
         if self.off_reason is not None:
             return
         parallel = self.tuner.threads if self.forced is None else self.forced
+        if self.forced is None and parallel > self.tuner.chosen and not self._idle_core():
+            self.tuner.skip_probe()  # a probe toward the workers, with no core for them
+            self.skipped_probes += 1
+            parallel = self.tuner.threads
         workers, moved = self.workers, 0
         want = workers.num_workers - parallel + 1
         if workers.local_workers == want:  # every step but a probe's first and last
@@ -74,6 +90,11 @@ class Rebalancer:
             return
         if moved:  # a probe moves a block there and back
             self.tuner.set_probe_cost(2.0 * (time.perf_counter() - start) / moved)
+
+    def _idle_core(self) -> bool:
+        """Half a core idle on the machine since the last check, or no way to tell."""
+        cores = self.idle.cores()
+        return cores is None or cores >= IDLE_CORE
 
     def record(self, seconds: float) -> None:
         """The duration of the batch step just taken with the current placement."""

@@ -192,7 +192,8 @@ void RegisterThreadTuner(py::module_& m) {
       .def_property_readonly("threads", &ThreadTuner::threads)
       .def_property_readonly("chosen", &ThreadTuner::chosen)
       .def("record", &ThreadTuner::Record, py::arg("seconds"))
-      .def("set_probe_cost", &ThreadTuner::set_probe_cost, py::arg("seconds"));
+      .def("set_probe_cost", &ThreadTuner::set_probe_cost, py::arg("seconds"))
+      .def("skip_probe", &ThreadTuner::SkipProbe);
 }
 
 void RegisterDeadline(py::module_& m) {

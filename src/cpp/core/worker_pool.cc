@@ -215,6 +215,15 @@ void ThreadTuner::StartProbe(int direction) {
   probing_ = true;
 }
 
+void ThreadTuner::SkipProbe() {
+  if (!probing_) return;
+  probing_ = false;
+  since_probe_ = 0.0;
+  block_seconds_ = 0.0;  // the steps so far ran in the chosen count's layout: not a probe's
+  block_steps_ = 0;
+  interval_ = std::min(2.0 * interval_, kMaxInterval);
+}
+
 void ThreadTuner::Record(double seconds) {
   if (ceiling_ == 1 && chosen_ == 1) return;
   block_seconds_ += seconds;

@@ -164,6 +164,10 @@ class ThreadTuner {
   int chosen() const { return chosen_.load(std::memory_order_relaxed); }
   // Records the duration of a batch step that ran with threads() threads.
   void Record(double seconds);
+  // Ends the current probe unmeasured, as a lost one (its owner judged it could not pay: the
+  // process backend with no idle core for a worker); the next probe waits longer, as after a
+  // loss. No effect when not probing.
+  void SkipProbe();
 
  private:
   void StartProbe(int direction);

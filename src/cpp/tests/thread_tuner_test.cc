@@ -194,6 +194,26 @@ FB_TEST(AProbesOwnCostSpacesTheProbes) {
   FB_CHECK_MSG(busy <= 1.7, std::to_string(busy) + " s");
 }
 
+// Skipped probes (the owner cannot run one) leave the choice and the measures alone and are
+// spaced like lost ones; once the owner lets a probe run, the choice moves.
+FB_TEST(SkippedProbesLeaveTheChoiceAndSpaceOut) {
+  ThreadTuner tuner(2, 1);
+  tuner.SkipProbe();  // not probing: nothing happens
+  FB_CHECK_EQ(tuner.threads(), 1);
+  int skipped = 0;
+  for (double elapsed = 0.0; elapsed < 8.0; elapsed += 100e-6) {
+    if (tuner.threads() != tuner.chosen()) {
+      tuner.SkipProbe();
+      ++skipped;
+    }
+    tuner.Record(tuner.threads() == 1 ? 100e-6 : 50e-6);  // two would be faster
+  }
+  FB_CHECK_EQ(tuner.chosen(), 1);
+  FB_CHECK_MSG(skipped >= 3 && skipped <= 14, std::to_string(skipped) + " skips in 8 s");
+  Drive(&tuner, [](int t) { return 100e-6 / t; }, 40000);  // probes run again
+  FB_CHECK_EQ(tuner.chosen(), 2);
+}
+
 }  // namespace
 }  // namespace fastbatch
 
