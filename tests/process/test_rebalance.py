@@ -200,8 +200,9 @@ class SlowInWorkersEnv(gymnasium.Env):
         return np.array([0.0]), 0.0, False, False, {}
 
 
-@pytest.mark.no_sanitizer
-def test_the_caller_takes_blocks_from_slow_workers_and_gives_them_back(tmp_path):
+def _slow_worker_env(tmp_path):
+    """4 SlowInWorkersEnv envs in 2 blocks (the caller's, a worker's), slow in the worker until
+    the returned flag file is removed."""
     flag = tmp_path / "slow"
     flag.touch()
     pid = os.getpid()
@@ -212,22 +213,30 @@ def test_the_caller_takes_blocks_from_slow_workers_and_gives_them_back(tmp_path)
         num_workers=2,
         in_parent=True,
     )
+    return env, flag
 
-    def step_until(condition, seconds: float) -> bool:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            env.step(np.zeros(4, dtype=np.int64))
-            if condition():
-                return True
-        return False
 
+def _step_until(env, condition, seconds: float) -> bool:
+    """Steps `env` until `condition()` holds (True) or `seconds` pass (False)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        env.step(np.zeros(env.num_envs, dtype=np.int64))
+        if condition():
+            return True
+    return False
+
+
+@pytest.mark.no_sanitizer
+def test_the_caller_takes_blocks_from_slow_workers_and_gives_them_back(tmp_path):
+    env, flag = _slow_worker_env(tmp_path)
+    env._rebalancer.idle.cores = lambda: None  # probes go whatever else the machine runs
     try:
         env.reset(seed=0)
         assert env.caller_blocks == 1
         # The worker's block takes 20 ms a step, the caller's 2 ms: the caller takes it over.
-        assert step_until(lambda: env.caller_blocks == 2, 10.0)
+        assert _step_until(env, lambda: env.caller_blocks == 2, 10.0)
         flag.unlink()  # the worker is quick again: in parallel each block takes 2 ms, 4 alone
-        assert step_until(lambda: env.caller_blocks == 1, 15.0)
+        assert _step_until(env, lambda: env.caller_blocks == 1, 15.0)
         assert env.rebalance_off_reason is None
     finally:
         env.close()
@@ -237,35 +246,21 @@ def test_the_caller_takes_blocks_from_slow_workers_and_gives_them_back(tmp_path)
 def test_no_block_goes_back_to_a_worker_while_no_core_is_idle(tmp_path):
     # Another program has the core a worker would run on: probes toward the workers are skipped
     # (no moves); once a core is idle again, the blocks go back.
-    flag = tmp_path / "slow"
-    flag.touch()
-    pid = os.getpid()
-    env = fastbatch.make(
-        lambda: SlowInWorkersEnv(pid, str(flag)), 4, backend="process", num_workers=2
-    )
+    env, flag = _slow_worker_env(tmp_path)
     rebalancer = env._rebalancer
     idle = {"cores": 2.0}
     rebalancer.idle.cores = lambda: idle["cores"]
-
-    def step_for(seconds: float, until=lambda: False) -> bool:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            env.step(np.zeros(4, dtype=np.int64))
-            if until():
-                return True
-        return False
-
     try:
         env.reset(seed=0)
-        assert step_for(10.0, lambda: rebalancer.tuner.chosen == 1)  # settled, not a probe
+        assert _step_until(env, lambda: rebalancer.tuner.chosen == 1, 10.0)  # settled, no probe
         env.step(np.zeros(4, dtype=np.int64))  # the blocks move before the step after
         assert env.caller_blocks == 2
         flag.unlink()  # the worker would be quick again, but the machine says no core is idle
         idle["cores"] = 0.2
-        assert not step_for(3.0, lambda: env.caller_blocks == 1)
+        assert not _step_until(env, lambda: env.caller_blocks == 1, 3.0)
         assert rebalancer.skipped_probes >= 1
         idle["cores"] = 1.0
-        assert step_for(15.0, lambda: env.caller_blocks == 1)
+        assert _step_until(env, lambda: env.caller_blocks == 1, 15.0)
     finally:
         env.close()
 
