@@ -257,7 +257,7 @@ def test_no_block_goes_back_to_a_worker_while_no_core_is_idle(tmp_path):
         assert env.caller_blocks == 2
         flag.unlink()  # the worker would be quick again, but the machine says no core is idle
         idle["cores"] = 0.2
-        assert not _step_until(env, lambda: env.caller_blocks == 1, 3.0)
+        assert not _step_until(env, lambda: env.caller_blocks == 1, 1.5)
         assert rebalancer.skipped_probes >= 1
         idle["cores"] = 1.0
         assert _step_until(env, lambda: env.caller_blocks == 1, 15.0)
