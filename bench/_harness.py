@@ -28,7 +28,6 @@ import json
 import math
 import os
 import platform
-import resource
 import statistics
 import sys
 import time
@@ -39,6 +38,8 @@ from typing import Any, Protocol
 
 import gymnasium
 import numpy as np
+
+from fastbatch.process.other_cpu import OthersCpu
 
 TABLE_SIZE = 16  # action arrays in a default table: one pass of the timed loop
 
@@ -345,45 +346,6 @@ def package_version(name: str) -> str | None:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return None
-
-
-class OthersCpu:
-    """The cores that processes other than this one used over an interval, from /proc/stat:
-    the machine's busy time less this process's CPU time, the CPU time of its children it has
-    waited for, and that of the live processes ``exclude()`` names (e.g. a busy loop of the
-    script's own). ``cores()`` is None where /proc is not readable (not Linux)."""
-
-    TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-    def __init__(self, exclude: Callable[[], Iterable[int]] = tuple) -> None:
-        self.exclude = exclude
-        self.start = self._reading()
-
-    def _reading(self) -> tuple[float, float] | None:
-        try:
-            with open("/proc/stat") as f:
-                ticks = [int(x) for x in f.readline().split()[1:9]]
-            busy = (sum(ticks) - ticks[3] - ticks[4]) / self.TICK  # all but idle and iowait
-            for pid in self.exclude():
-                with open(f"/proc/{pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                busy -= (int(fields[11]) + int(fields[12])) / self.TICK  # utime, stime
-        except OSError:
-            return None
-        children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        busy -= time.process_time() + children.ru_utime + children.ru_stime
-        return busy, time.perf_counter()
-
-    def restart(self) -> None:
-        """Starts the interval again, now."""
-        self.start = self._reading()
-
-    def cores(self) -> float | None:
-        """Cores the other processes used since the start (or the last restart), at least 0."""
-        end = self._reading()
-        if self.start is None or end is None or end[1] <= self.start[1]:
-            return None
-        return max(0.0, (end[0] - self.start[0]) / (end[1] - self.start[1]))
 
 
 class RunInfo:

@@ -229,7 +229,7 @@ def _step_until(env, condition, seconds: float) -> bool:
 @pytest.mark.no_sanitizer
 def test_the_caller_takes_blocks_from_slow_workers_and_gives_them_back(tmp_path):
     env, flag = _slow_worker_env(tmp_path)
-    env._rebalancer.idle.cores = lambda: None  # probes go whatever else the machine runs
+    env._rebalancer.others.cores = lambda: None  # probes go whatever else the machine runs
     try:
         env.reset(seed=0)
         assert env.caller_blocks == 1
@@ -243,49 +243,56 @@ def test_the_caller_takes_blocks_from_slow_workers_and_gives_them_back(tmp_path)
 
 
 @pytest.mark.no_sanitizer
-def test_no_block_goes_back_to_a_worker_while_no_core_is_idle(tmp_path):
+def test_no_block_goes_back_to_a_worker_while_other_programs_hold_the_cores(tmp_path):
     # Another program has the core a worker would run on: probes toward the workers are skipped
-    # (no moves); once a core is idle again, the blocks go back.
+    # (no moves); once the core is free again, the blocks go back.
     env, flag = _slow_worker_env(tmp_path)
     rebalancer = env._rebalancer
-    idle = {"cores": 2.0}
-    rebalancer.idle.cores = lambda: idle["cores"]
+    others = {"cores": 0.0}
+    rebalancer.others.cores = lambda: others["cores"]
     try:
         env.reset(seed=0)
         assert _step_until(env, lambda: rebalancer.tuner.chosen == 1, 10.0)  # settled, no probe
         env.step(np.zeros(4, dtype=np.int64))  # the blocks move before the step after
         assert env.caller_blocks == 2
-        flag.unlink()  # the worker would be quick again, but the machine says no core is idle
-        idle["cores"] = 0.2
+        flag.unlink()  # the worker would be quick again, but another program has a core
+        others["cores"] = (os.cpu_count() or 1) - 1.0
         assert not _step_until(env, lambda: env.caller_blocks == 1, 1.5)
         assert rebalancer.skipped_probes >= 1
-        idle["cores"] = 1.0
+        others["cores"] = 0.0
         assert _step_until(env, lambda: env.caller_blocks == 1, 15.0)
     finally:
         env.close()
 
 
-def test_idle_cores_come_from_proc_stat(tmp_path):
-    from fastbatch.process.idle_cpu import IdleCpu
+def test_other_programs_cpu_comes_from_proc(tmp_path):
+    # The machine's busy ticks less this process's CPU time and the excluded processes' ticks.
+    from fastbatch.process.other_cpu import TICK, OthersCpu
 
-    stat = tmp_path / "stat"
+    now = {"t": 0.0, "own": 0.0}
+    (tmp_path / "77").mkdir()
 
-    def write(user: int, idle: int, iowait: int) -> None:
-        # user nice system idle iowait irq softirq steal guest guest_nice, then two CPUs
-        line = f"cpu  {user} 0 0 {idle} {iowait} 0 0 0 0 0"
-        stat.write_text(f"{line}\ncpu0 1 0 0 1 0 0 0 0 0 0\ncpu1 1 0 0 1 0 0 0 0 0 0\nintr 5\n")
+    def write(busy_ticks: int, worker_ticks: int) -> None:
+        # user nice system idle iowait irq softirq steal; the worker's utime and stime
+        (tmp_path / "stat").write_text(f"cpu  {busy_ticks} 0 0 5000 0 0 0 0 0 0\nintr 1\n")
+        fields = ["S"] + ["0"] * 10 + [str(worker_ticks), "0"] + ["0"] * 30
+        (tmp_path / "77" / "stat").write_text("77 (a (worker)) " + " ".join(fields) + "\n")
 
-    write(1000, 1000, 0)
-    reader = IdleCpu(str(stat))
-    write(1005, 1005, 0)  # 10 ticks: too few to tell, and the baseline stays
-    assert reader.cores() is None
-    write(1040, 1010, 10)  # 60 ticks since the first reading, 20 idle: 2 CPUs x 1/3
-    assert reader.cores() == pytest.approx(2 / 3)
-    write(1040, 1050, 10)  # all 40 since then idle
-    assert reader.cores() == pytest.approx(2.0)
-    assert IdleCpu(str(tmp_path / "missing")).cores() is None  # not Linux: cannot tell
-    stat.write_text("something else\n")
-    assert IdleCpu(str(stat)).cores() is None
+    class Fake(OthersCpu):
+        def own_seconds(self) -> float:
+            return now["own"]
+
+    write(1000, 100)
+    reader = Fake(exclude=lambda: [77], proc=str(tmp_path), clock=lambda: now["t"])
+    # 2 s later: the machine was busy 3 s, 0.5 s of it this process and 1 s the worker
+    write(1000 + 3 * TICK, 100 + TICK)
+    now["t"], now["own"] = 2.0, 0.5
+    assert reader.elapsed() == 2.0
+    assert reader.cores() == pytest.approx((3.0 - 0.5 - 1.0) / 2.0)
+    reader.restart()
+    now["t"] = 3.0  # a second with nothing busy
+    assert reader.cores() == 0.0
+    assert Fake(proc=str(tmp_path / "missing")).cores() is None  # not Linux: cannot tell
 
 
 class Guarded:

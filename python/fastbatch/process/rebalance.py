@@ -22,10 +22,12 @@ are the same whoever steps an env (tests/process/test_rebalance.py). A probe cos
 the tuner spaces its probes by 32 times that cost.
 
 A probe that would hand a block back to its worker (one more block in parallel) is skipped
-while the machine has less than half a core idle (idle_cpu.py): its worker would share a core
-with another program, so the probe could only lose, and its moves alone cost a few percent of
-the steps between probes. The tuner counts it as lost (`skip_probe`): the choice stays and
-the next probe waits longer.
+while other programs hold the cores it needs (other_cpu.py: since the last check, they used
+more than the machine's cores less the blocks the probe steps at once, with half a core of
+slack; this process's own threads and its workers do not count): its worker would share a core
+with them, so the probe could only lose, and its moves alone cost a few percent of the steps
+between probes. The tuner counts it as lost (`skip_probe`): the choice stays and the next
+probe waits longer.
 
 The first block that cannot move turns rebalancing off for the life of the vector env
 (``off_reason`` says why); the blocks then stay where they are.
@@ -35,19 +37,22 @@ Threading: the facade's caller only.
 
 from __future__ import annotations
 
+import os
 import time
 
 from fastbatch import _core
 from fastbatch.process import shm
 from fastbatch.process.block import Block
-from fastbatch.process.idle_cpu import IdleCpu
 from fastbatch.process.moving import NotMovableError, settled
+from fastbatch.process.other_cpu import OthersCpu
 from fastbatch.process.worker_set import WorkerSet
 
-__all__ = ["IDLE_CORE", "Rebalancer"]
+__all__ = ["SLACK_CORES", "Rebalancer"]
 
-IDLE_CORE = 0.5
-"""Idle cores (machine-wide, since the last check) a probe toward the workers needs."""
+SLACK_CORES = 0.5
+"""Cores other programs may hold beyond those a probe toward the workers leaves them."""
+MIN_WINDOW_S = 0.1
+"""Seconds the other programs' use must be measured over to count (/proc's ticks are 10 ms)."""
 
 
 class Rebalancer:
@@ -59,8 +64,8 @@ class Rebalancer:
         self.tuner = _core._ThreadTuner(workers.num_workers)
         self.off_reason: str | None = None  # why blocks no longer move (None: they do)
         self.forced: int | None = None  # tests: a fixed number of blocks stepped in parallel
-        self.idle = IdleCpu()
-        self.skipped_probes = 0  # probes toward the workers skipped for want of an idle core
+        self.others = OthersCpu(exclude=lambda: [p.pid for p in workers.processes if p])
+        self.skipped_probes = 0  # probes toward the workers skipped: other programs had the cores
 
     def place(self) -> None:
         """Before a batch step: with ``parallel`` blocks stepped in parallel (as the tuner or
@@ -69,8 +74,8 @@ class Rebalancer:
         if self.off_reason is not None:
             return
         parallel = self.tuner.threads if self.forced is None else self.forced
-        if self.forced is None and parallel > self.tuner.chosen and not self._idle_core():
-            self.tuner.skip_probe()  # a probe toward the workers, with no core for them
+        if self.forced is None and parallel > self.tuner.chosen and not self._room_for(parallel):
+            self.tuner.skip_probe()  # a probe toward the workers, with no cores for them
             self.skipped_probes += 1
             parallel = self.tuner.threads
         workers, moved = self.workers, 0
@@ -91,10 +96,14 @@ class Rebalancer:
         if moved:  # a probe moves a block there and back
             self.tuner.set_probe_cost(2.0 * (time.perf_counter() - start) / moved)
 
-    def _idle_core(self) -> bool:
-        """Half a core idle on the machine since the last check, or no way to tell."""
-        cores = self.idle.cores()
-        return cores is None or cores >= IDLE_CORE
+    def _room_for(self, parallel: int) -> bool:
+        """Whether `parallel` blocks stepped at once would find cores that other programs left
+        free since the last check (True where that cannot be told)."""
+        if self.others.elapsed() < MIN_WINDOW_S:
+            return True
+        others = self.others.cores()
+        self.others.restart()
+        return others is None or others <= (os.cpu_count() or 1) - parallel + SLACK_CORES
 
     def record(self, seconds: float) -> None:
         """The duration of the batch step just taken with the current placement."""
