@@ -145,10 +145,9 @@ def test_reset_with_the_same_seed_replays():
     np.testing.assert_array_equal(first, second)
 
 
+@E
 @pytest.mark.threads
-@pytest.mark.parametrize(
-    "kwargs", [{}, pytest.param(PREPROCESSED, marks=E)], ids=["raw", "preprocessed"]
-)
+@pytest.mark.parametrize("kwargs", [{}, PREPROCESSED], ids=["raw", "preprocessed"])
 def test_identical_for_any_thread_count(kwargs):
     def run(workers):
         env = fastbatch.make("ALE/Breakout-v5", 4, num_workers=workers, **kwargs)
@@ -163,6 +162,7 @@ def test_identical_for_any_thread_count(kwargs):
     np.testing.assert_array_equal(run(1), run(2))
 
 
+@E
 @pytest.mark.threads
 @pytest.mark.parametrize("kwargs", [{}, PREPROCESSED], ids=["raw", "preprocessed"])
 def test_async_mode_equals_sync_env_by_env(kwargs):
