@@ -295,6 +295,26 @@ def test_other_programs_cpu_comes_from_proc(tmp_path):
     assert Fake(proc=str(tmp_path / "missing")).cores() is None  # not Linux: cannot tell
 
 
+def test_this_processs_own_threads_are_not_other_programs():
+    # A training run's TensorFlow threads are this process: their CPU time is its own.
+    from fastbatch.process.other_cpu import OthersCpu
+
+    reader = OthersCpu()
+    before = reader.own_seconds()
+    spent = []
+
+    def spin():
+        start = time.thread_time()
+        while time.thread_time() - start < 0.2:
+            pass
+        spent.append(time.thread_time() - start)
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    thread.join()
+    assert reader.own_seconds() - before >= spent[0] - 0.01
+
+
 class Guarded:
     """A plain object with a property of the same name as one of its attributes' keys."""
 
