@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.envs import BACKENDS, Backend
+from tests.native_builds import build_example
 
 
 def _closing(name: str):
@@ -42,3 +43,11 @@ def all_backends() -> dict[str, Backend]:
     yield {name: backend.recording(made) for name, backend in BACKENDS.items()}
     for env in made:
         env.close()
+
+
+@pytest.fixture(scope="session")
+def readme_example(tmp_path_factory) -> dict:
+    """examples/native_env_plugin built from an empty folder as README.md says, once a session:
+    each library by its target name ("point_reacher", "grid_chase", "goal_cells") and the
+    build's verbose output under "log"."""
+    return build_example(tmp_path_factory.mktemp("readme_example"))

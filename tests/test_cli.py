@@ -242,25 +242,10 @@ def register_cli_env() -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def point_reacher(tmp_path_factory) -> Path:
-    """examples/native_env_plugin's PointReacher library, built out of tree as
-    tests/test_plugin.py builds it; returns its path."""
-    if shutil.which("cmake") is None:
-        pytest.fail("cmake is required (it is installed by the test extra)")
-    folder = tmp_path_factory.mktemp("plugin")
-    shutil.copytree(ROOT / "examples" / "native_env_plugin", folder / "src")
-    cmake_dir = subprocess.check_output(
-        [sys.executable, "-m", "fastbatch", "--cmakedir"], text=True
-    )
-    for command in (
-        ["cmake", "-S", "src", "-B", "build", f"-Dfastbatch_DIR={cmake_dir.strip()}"],
-        ["cmake", "--build", "build", "--target", "point_reacher"],
-    ):
-        done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False)
-        assert done.returncode == 0, done.stdout + done.stderr
-    (library,) = (folder / "build").glob("libpoint_reacher.*")
-    return library
+@pytest.fixture
+def point_reacher(readme_example) -> Path:
+    """examples/native_env_plugin's PointReacher library, built out of tree as README.md says."""
+    return readme_example["point_reacher"]
 
 
 def test_train_imports_the_module_that_registers_its_env_and_eval_imports_it_again(

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import copy
 import re
-import shutil
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -18,32 +15,9 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import fastbatch
+from tests.native_builds import built_plugin, compile_plugin
 
-ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = Path(__file__).parent / "plugins"
-EXAMPLE = ROOT / "examples" / "native_env_plugin"
-
-
-def compile_plugin(source: Path, out: Path, *flags: str, include: str | None = None):
-    compiler = shutil.which("c++") or shutil.which("g++")
-    cmd = [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", *flags]
-    cmd += [f"-I{include or fastbatch.get_include()}", str(source), "-o", str(out)]
-    return subprocess.run(cmd, capture_output=True, text=True, check=False)
-
-
-def mistake_builder(tmp_path_factory, source: Path):
-    """build(mistake=0) -> the path of `source` compiled with -DMISTAKE=mistake (each variant
-    once), for test plugins that hold an author's mistakes behind that macro."""
-    folder = tmp_path_factory.mktemp(source.stem)
-
-    def build(mistake: int = 0) -> Path:
-        out = folder / f"lib{source.stem}{mistake}.so"
-        if not out.exists():
-            done = compile_plugin(source, out, f"-DMISTAKE={mistake}")
-            assert done.returncode == 0, done.stderr
-        return out
-
-    return build
 
 
 @pytest.fixture(scope="module")
@@ -53,42 +27,16 @@ def build(tmp_path_factory):
 
     def make(source: Path, name: str, *flags: str, include: str | None = None) -> Path:
         out = folder / f"lib{name}.so"
-        if not out.exists():
-            done = compile_plugin(source, out, *flags, include=include)
-            assert done.returncode == 0, done.stderr
-        return out
+        return out if out.exists() else built_plugin(source, out, *flags, include=include)
 
     return make
 
 
-@pytest.fixture(scope="module")
-def examples(tmp_path_factory) -> dict[str, Path]:
+@pytest.fixture
+def examples(readme_example) -> dict:
     """The README's example folder built out of tree with the CMake package (verbose, so the
     compile flags can be read back)."""
-    folder = tmp_path_factory.mktemp("examples")
-    shutil.copytree(EXAMPLE, folder / "src")
-    cmake_dir = subprocess.run(
-        [sys.executable, "-m", "fastbatch", "--cmakedir"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    subprocess.run(
-        ["cmake", "-S", "src", "-B", "build", f"-Dfastbatch_DIR={cmake_dir}"],
-        cwd=folder,
-        capture_output=True,
-        check=True,
-    )
-    built = subprocess.run(
-        ["cmake", "--build", "build", "--verbose"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    libraries = {p.name.split(".")[0][3:]: p for p in (folder / "build").glob("lib*.so")}
-    libraries["log"] = built.stdout
-    return libraries
+    return readme_example
 
 
 # ---------------------------------------------------------------------------- mistakes

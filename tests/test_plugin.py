@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import gymnasium
@@ -13,61 +10,27 @@ import numpy as np
 import pytest
 
 import fastbatch
+from tests.native_builds import built_plugin
 
 pytestmark = pytest.mark.engine
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "native_env_plugin"
 FAULTY = Path(__file__).parent / "plugins" / "faulty_plugins.cc"
 
 
-def run(cmd, cwd):
-    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{done.stdout}\n{done.stderr}"
-    return done.stdout
-
-
-@pytest.fixture(scope="module")
-def example_library(tmp_path_factory) -> Path:
-    """Builds examples/native_env_plugin from an empty folder, exactly as README says."""
-    if shutil.which("cmake") is None:
-        pytest.fail("cmake is required (it is installed by the test extra)")
-    folder = tmp_path_factory.mktemp("plugin")
-    shutil.copytree(EXAMPLE, folder / "src")
-    cmake_dir = run([sys.executable, "-m", "fastbatch", "--cmakedir"], folder).strip()
-    run(["cmake", "-S", "src", "-B", "build", f"-Dfastbatch_DIR={cmake_dir}"], folder)
-    run(["cmake", "--build", "build"], folder)
-    (library,) = (folder / "build").glob("libpoint_reacher.*")
-    return library
+@pytest.fixture
+def example_library(readme_example) -> Path:
+    """examples/native_env_plugin's PointReacher, built from an empty folder as README.md says."""
+    return readme_example["point_reacher"]
 
 
 @pytest.fixture(scope="module")
 def faulty(tmp_path_factory):
     """Builds faulty_plugins.cc with -DFAULT=n; returns the library path."""
     folder = tmp_path_factory.mktemp("faulty")
-    compiler = shutil.which("c++") or shutil.which("g++")
-    built = {}
 
     def build(fault: int) -> Path:
-        if fault not in built:
-            out = folder / f"libfaulty{fault}.so"
-            run(
-                [
-                    compiler,
-                    "-std=c++17",
-                    "-O1",
-                    "-shared",
-                    "-fPIC",
-                    f"-DFAULT={fault}",
-                    f"-I{fastbatch.get_include()}",
-                    str(FAULTY),
-                    "-o",
-                    str(out),
-                ],
-                folder,
-            )
-            built[fault] = out
-        return built[fault]
+        out = folder / f"libfaulty{fault}.so"
+        return out if out.exists() else built_plugin(FAULTY, out, f"-DFAULT={fault}")
 
     return build
 

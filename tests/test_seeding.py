@@ -11,7 +11,6 @@ gets 128 unpredictable bits, as numpy's ``SeedSequence()`` draws, and keeps them
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import fastbatch
 from fastbatch import _core
+from tests.native_builds import built_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
@@ -172,12 +172,10 @@ def test_negative_seeds_are_refused_and_seed_no_env():
 @pytest.fixture(scope="module")
 def rng_plugins(tmp_path_factory) -> Path:
     """tests/plugins/rng_plugins.cc built against the current headers and registered."""
-    library = tmp_path_factory.mktemp("rng_plugins") / "librng_plugins.so"
-    compiler = shutil.which("c++") or shutil.which("g++")
-    source = ROOT / "tests" / "plugins" / "rng_plugins.cc"
-    cmd = [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", f"-I{fastbatch.get_include()}"]
-    done = subprocess.run([*cmd, str(source), "-o", str(library)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    library = built_plugin(
+        ROOT / "tests" / "plugins" / "rng_plugins.cc",
+        tmp_path_factory.mktemp("rng_plugins") / "librng_plugins.so",
+    )
     ids = fastbatch.register_native_env(None, library, replace=True)
     assert ids == ["RngDraws-v0", "StateWordsV4-v0"]
     return library

@@ -8,8 +8,6 @@ an env without ``SetState`` (or a table older than version 5) raises naming the 
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import gymnasium
@@ -17,6 +15,7 @@ import numpy as np
 import pytest
 
 import fastbatch
+from tests.native_builds import built_plugin
 
 pytestmark = pytest.mark.engine
 
@@ -137,15 +136,7 @@ def test_an_env_without_set_state_raises_naming_the_env():
 
 
 def test_a_table_older_than_version_5_raises_naming_the_env_and_its_version(tmp_path):
-    compiler = shutil.which("c++") or shutil.which("g++")
-    library = tmp_path / "librng_plugins.so"
-    cmd = [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", f"-I{fastbatch.get_include()}"]
-    done = subprocess.run(
-        [*cmd, str(PLUGINS / "rng_plugins.cc"), "-o", str(library)],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
+    library = built_plugin(PLUGINS / "rng_plugins.cc", tmp_path / "librng_plugins.so")
     fastbatch.register_native_env("StateWordsV4-v0", library, replace=True)
     env = fastbatch.make("StateWordsV4-v0", 1)
     with pytest.raises(NotImplementedError, match="StateWordsV4-v0 .*ABI version 4"):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fastbatch
-from tests.test_env_contract import mistake_builder
+from tests.native_builds import mistake_builder
 
 pytestmark = pytest.mark.engine
 
