@@ -311,7 +311,7 @@ py::object PyVectorPool::Infos(const std::string& which) {
   }
   py::array_t<double> out({static_cast<py::ssize_t>(rows), static_cast<py::ssize_t>(row)});
   std::memcpy(out.mutable_data(), src, static_cast<size_t>(rows * row) * sizeof(double));
-  return std::move(out);
+  return out;
 }
 
 void PyVectorPool::CheckEnvIndex(int64_t env) const {

@@ -95,19 +95,19 @@ void RegisterRngDraws(py::module_& m) {
         if (kind == "raw") {
           py::array_t<uint64_t> out(count);
           for (int64_t i = 0; i < count; ++i) out.mutable_data()[i] = rng.NextU64();
-          return std::move(out);
+          return out;
         }
         if (kind == "integers") {
           py::array_t<int64_t> out(count);
           for (int64_t i = 0; i < count; ++i) out.mutable_data()[i] = rng.Integers(low, *high);
-          return std::move(out);
+          return out;
         }
         py::array_t<double> out(count);
         double* data = out.mutable_data();
         for (int64_t i = 0; i < count; ++i) {
           data[i] = kind == "uniform" ? rng.Uniform() : rng.StandardNormal();
         }
-        return std::move(out);
+        return out;
       },
       py::arg("seed"), py::arg("kind"), py::arg("count"), py::arg("stream") = py::none(),
       py::arg("low") = 0, py::arg("high") = py::none(),
