@@ -193,7 +193,12 @@ def test_seaquest_with_sticky_actions_and_fire_resets():
         {"terminal_on_life_loss": True, "noop_max": 5},
         pytest.param({"grayscale_obs": False, "screen_size": 64}, marks=E),
         pytest.param({"grayscale_newaxis": True, "frame_skip": 3}, marks=E),
-        {"frame_skip": 1, "noop_max": 0, "env_kwargs": {"repeat_action_probability": 0.0}},
+        {
+            "frame_skip": 1,
+            "noop_max": 0,
+            "scale_obs": False,
+            "env_kwargs": {"repeat_action_probability": 0.0},
+        },
     ],
     ids=["life-loss", "rgb-64", "newaxis-skip-3", "no-skip-no-noops"],
 )
@@ -209,6 +214,10 @@ def test_wrapper_kwargs_equal_gymnasium(kwargs):
         ({"atari_preprocessing": True, "frameskip": 1, "obs_type": "ram"}, r"obs_type='ram'"),
         ({"atari_preprocessing": True, "frameskip": 1, "screen_size": 200}, r"screen_size"),
         ({"episodic_life": True}, r"episodic_life applies with atari_preprocessing=True"),
+        (  # gymnasium's kwarg: False is taken, True refused with the way to float frames
+            {"atari_preprocessing": True, "frameskip": 1, "scale_obs": True},
+            r"scale_obs=True is not offered: frames stay uint8 .*TransformObservation",
+        ),
         (
             {
                 "atari_preprocessing": True,
@@ -224,3 +233,35 @@ def test_wrapper_kwargs_equal_gymnasium(kwargs):
 def test_inconsistent_preprocessing_params_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
         fastbatch.make("ALE/Breakout-v5", 1, **kwargs)
+
+
+def test_float_frames_come_from_a_vector_wrapper_equal_to_scale_obs():
+    """The way plugins/atari/README.md gives to gymnasium's `scale_obs=True` (refused as a
+    param): TransformObservation over the uint8 env gives the wrapper's float32 frames."""
+    import ale_py
+    from gymnasium.spaces import Box
+    from gymnasium.wrappers import AtariPreprocessing
+    from gymnasium.wrappers.vector import TransformObservation
+
+    gymnasium.register_envs(ale_py)
+    n, steps = 2, 60
+    ours = fastbatch.make("ALE/Pong-v5", n, frameskip=1, atari_preprocessing=True)
+    space = Box(0.0, 1.0, ours.single_observation_space.shape, np.float32)
+    ours = TransformObservation(
+        ours, lambda o: o.astype(np.float32) / 255.0, single_observation_space=space
+    )
+    reference = gymnasium.vector.SyncVectorEnv(
+        [
+            lambda: AtariPreprocessing(gymnasium.make("ALE/Pong-v5", frameskip=1), scale_obs=True)
+            for _ in range(n)
+        ]
+    )
+    assert ours.single_observation_space == reference.single_observation_space
+    obs, expected = ours.reset(seed=5)[0], reference.reset(seed=5)[0]
+    actions = np.random.default_rng(5).integers(0, 6, size=(steps, n))
+    for t in range(steps):
+        assert obs.dtype == expected.dtype == np.float32
+        np.testing.assert_array_equal(obs, expected, err_msg=f"step {t}")
+        obs, expected = ours.step(actions[t])[0], reference.step(actions[t])[0]
+    ours.close()
+    reference.close()

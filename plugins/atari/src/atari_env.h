@@ -20,7 +20,8 @@
 // around it, see preprocessing.h) and `fire_reset` (False: fastbatch.atari.FireOnReset around
 // both).
 // Observations: (s, s) gray, (s, s, 1) with the new axis, or (s, s, 3) RGB, uint8 (`scale_obs`
-// is not offered: networks scale uint8 frames themselves). Stack them with `frame_stack=4`.
+// is taken as False only: networks scale uint8 frames themselves). Stack them with
+// `frame_stack=4`.
 //
 // Infos: `lives`, `episode_frame_number`, `frame_number`, and with reward_clip `reward` (float64,
 // as every native info).
@@ -68,7 +69,8 @@ inline fastbatch::ParamList& AddPreprocessingParams(fastbatch::ParamList& params
       .Bool("grayscale_obs", true)
       .Bool("grayscale_newaxis", false)
       .Bool("episodic_life", false)
-      .Bool("fire_reset", false);
+      .Bool("fire_reset", false)
+      .Bool("scale_obs", false);  // taken so that gymnasium's kwargs pass; True is refused
 }
 
 // A game's params: `mode` and `difficulty` range up to the game's largest.
@@ -105,6 +107,12 @@ inline std::unique_ptr<PreprocessingSettings> PreprocessingOf(const fastbatch::P
   }
   if (ObsKindOf(p) == ObsKind::kRam) {
     throw std::invalid_argument("atari_preprocessing reads the screen: obs_type='ram' is refused");
+  }
+  if (p.Bool("scale_obs")) {
+    throw std::invalid_argument(
+        "scale_obs=True is not offered: frames stay uint8 (a quarter of float32's memory); scale "
+        "them in the network (fastbatch's PPO does), or wrap the vector env in "
+        "gymnasium.wrappers.vector.TransformObservation for float32 frames in [0, 1]");
   }
   if (!p.Bool("grayscale_obs") && ObsKindOf(p) != ObsKind::kRgb) {
     throw std::invalid_argument("grayscale_obs=False needs obs_type='rgb'");
