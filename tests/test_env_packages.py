@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import types
+from importlib import metadata
 
 import gymnasium
 import numpy as np
@@ -161,3 +162,25 @@ def test_a_missing_or_broken_plugin_library_is_named(tmp_path):
     config = types.SimpleNamespace(plugins=(str(missing),), imports=())
     with pytest.raises(fastbatch.PluginError, match="no such file"):
         load_env_sources(config)
+
+
+class _FakeNativePackage:
+    """What a `fastbatch.envs` entry point names: a module's ID_PREFIXES and native_kwargs."""
+
+    ID_PREFIXES = ("FakeNative/",)
+
+    @staticmethod
+    def native_kwargs(env_id, kwargs):
+        return {**kwargs, "seen_by": env_id}
+
+
+def test_a_native_package_turns_its_own_ids_kwargs_into_params(monkeypatch):
+    ours = metadata.EntryPoint("fake", f"{__name__}:_FakeNativePackage", "fastbatch.envs")
+    absent = metadata.EntryPoint("absent", "fb_not_imported_pkg", "fastbatch.envs")
+    monkeypatch.setattr(env_packages, "_NATIVE_PACKAGES", (absent, ours))
+    kwargs = {"screen_size": (64, 48)}
+    translated = env_packages.native_kwargs("FakeNative/Game-v0", kwargs)
+    assert translated == {"screen_size": (64, 48), "seen_by": "FakeNative/Game-v0"}
+    assert kwargs == {"screen_size": (64, 48)}  # the caller's dict is left alone
+    assert env_packages.native_kwargs("Other/Game-v0", kwargs) is kwargs  # not its id
+    assert "fb_not_imported_pkg" not in sys.modules  # a package not imported is not asked

@@ -78,6 +78,8 @@ def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, *
         entry = REGISTRY.resolve(env)  # resolved once, handed down
         if mujoco.is_mujoco_id(entry.spec.id):
             kwargs = mujoco.native_kwargs(entry.spec, kwargs)
+        else:  # a native env package's own kwargs (fastbatch-atari's screen_size=(w, h))
+            kwargs = env_packages.native_kwargs(entry.spec.id, kwargs)
         return NativeVectorEnv(entry, 1 if num_envs is None else num_envs, **kwargs)
     if not isinstance(env, (str, list, tuple)) and not callable(env):
         raise TypeError(

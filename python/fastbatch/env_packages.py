@@ -12,7 +12,10 @@ config's ``plugins`` and ``imports`` (`load_env_sources`; the ``fastbatch`` comm
 Native env packages (e.g. ``fastbatch-atari``, a separate GPL package) declare themselves by a
 ``fastbatch.envs`` entry point naming a module with ``ID_PREFIXES`` and ``register()``;
 `register_native_package_for` registers the one that owns an id (`fastbatch.make` asks before
-choosing a backend), so its ids become native ids.
+choosing a backend), so its ids become native ids. Such a module may also have
+``native_kwargs(env_id, kwargs) -> kwargs``, which turns keyword arguments the params cannot
+hold (numbers and choices) into params, e.g. fastbatch-atari's ``screen_size=(width,
+height)``; `native_kwargs` here applies it.
 
 Ids registered here live in this process's gymnasium registry, which the process backend
 carries to its workers (`fastbatch.process.gym_registry`), so they need no registration there.
@@ -23,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import sys
 from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
@@ -37,6 +41,7 @@ __all__ = [
     "EnvPackage",
     "load_env_sources",
     "load_plugins",
+    "native_kwargs",
     "register_native_package_for",
     "register_package_for",
     "run_imports",
@@ -122,6 +127,20 @@ def register_native_package_for(env_id: Any) -> str | None:
         if owns:
             return entry.value
     return None
+
+
+def native_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`kwargs` as the native env package that owns `env_id` takes them: through its module's
+    ``native_kwargs(env_id, kwargs)`` when it has one; unchanged otherwise, and for ids no
+    package owns. Only packages already imported are asked (registering imports them)."""
+    for entry in _native_packages():
+        if entry.module not in sys.modules:
+            continue
+        module = entry.load()
+        if env_id.startswith(tuple(getattr(module, "ID_PREFIXES", ()))):
+            translate = getattr(module, "native_kwargs", None)
+            return kwargs if translate is None else translate(env_id, dict(kwargs))
+    return kwargs
 
 
 def _native_packages() -> tuple[metadata.EntryPoint, ...]:
