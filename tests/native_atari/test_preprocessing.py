@@ -193,6 +193,7 @@ def test_seaquest_with_sticky_actions_and_fire_resets():
         {"terminal_on_life_loss": True, "noop_max": 5},
         pytest.param({"grayscale_obs": False, "screen_size": 64}, marks=E),
         pytest.param({"grayscale_newaxis": True, "frame_skip": 3}, marks=E),
+        pytest.param({"screen_size": (64, 48)}, marks=E),  # (width, height): 48x64 frames
         {
             "frame_skip": 1,
             "noop_max": 0,
@@ -200,7 +201,7 @@ def test_seaquest_with_sticky_actions_and_fire_resets():
             "env_kwargs": {"repeat_action_probability": 0.0},
         },
     ],
-    ids=["life-loss", "rgb-64", "newaxis-skip-3", "no-skip-no-noops"],
+    ids=["life-loss", "rgb-64", "newaxis-skip-3", "non-square", "no-skip-no-noops"],
 )
 def test_wrapper_kwargs_equal_gymnasium(kwargs):
     _lockstep("ALE/SpaceInvaders-v5", 250, **kwargs)
@@ -213,6 +214,19 @@ def test_wrapper_kwargs_equal_gymnasium(kwargs):
         ({"atari_preprocessing": True}, r"frameskip=1"),  # the game still skips 4 frames
         ({"atari_preprocessing": True, "frameskip": 1, "obs_type": "ram"}, r"obs_type='ram'"),
         ({"atari_preprocessing": True, "frameskip": 1, "screen_size": 200}, r"screen_size"),
+        (
+            {"atari_preprocessing": True, "frameskip": 1, "screen_size": (84,)},
+            r"'screen_size' must be an int or a pair \(width, height\) of positive ints",
+        ),
+        (
+            {"atari_preprocessing": True, "frameskip": 1, "screen_size": (64, 0)},
+            r"'screen_size' must be .* positive ints, .* got \(64, 0\)",
+        ),
+        (
+            {"atari_preprocessing": True, "frameskip": 1, "screen_size": (200, 84)},
+            r"'screen_width' must be an integer in \[0, 160\]",
+        ),
+        ({"screen_size": (64, 48)}, r"screen_width applies with atari_preprocessing=True"),
         ({"episodic_life": True}, r"episodic_life applies with atari_preprocessing=True"),
         (  # gymnasium's kwarg: False is taken, True refused with the way to float frames
             {"atari_preprocessing": True, "frameskip": 1, "scale_obs": True},

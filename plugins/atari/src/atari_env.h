@@ -15,7 +15,9 @@
 // Params of the preprocessing, AtariPreprocessing's kwargs and defaults, taken only with
 // `atari_preprocessing=True` (set without it, they are refused): `noop_max` (30), `frame_skip`
 // (4; the game's `frameskip` must then be 1, as the wrapper requires), `screen_size` (84: square
-// frames), `terminal_on_life_loss` (False), `grayscale_obs` (True; False needs obs_type "rgb"),
+// frames; `screen_width` and `screen_height`, 0 for screen_size, make them (height, width):
+// fastbatch_atari.native_kwargs turns the wrapper's `screen_size=(width, height)` into those two),
+// `terminal_on_life_loss` (False), `grayscale_obs` (True; False needs obs_type "rgb"),
 // `grayscale_newaxis` (False), `episodic_life` (False: Stable-Baselines3's EpisodicLifeEnv
 // around it, see preprocessing.h) and `fire_reset` (False: fastbatch.atari.FireOnReset around
 // both).
@@ -65,6 +67,8 @@ inline fastbatch::ParamList& AddPreprocessingParams(fastbatch::ParamList& params
       .Int("noop_max", 30, 0, 100000)
       .Int("frame_skip", 4, 1, 1000)
       .Int("screen_size", 84, 1, kScreenWidth)
+      .Int("screen_width", 0, 0, kScreenWidth)    // 0: screen_size
+      .Int("screen_height", 0, 0, kScreenHeight)  // 0: screen_size
       .Bool("terminal_on_life_loss", false)
       .Bool("grayscale_obs", true)
       .Bool("grayscale_newaxis", false)
@@ -120,7 +124,9 @@ inline std::unique_ptr<PreprocessingSettings> PreprocessingOf(const fastbatch::P
   auto settings = std::make_unique<PreprocessingSettings>();
   settings->noop_max = p.Int("noop_max");
   settings->frame_skip = static_cast<int>(p.Int("frame_skip"));
-  settings->screen_size = p.Int("screen_size");
+  const int64_t side = p.Int("screen_size");
+  settings->screen_width = p.Int("screen_width") > 0 ? p.Int("screen_width") : side;
+  settings->screen_height = p.Int("screen_height") > 0 ? p.Int("screen_height") : side;
   settings->terminal_on_life_loss = p.Bool("terminal_on_life_loss");
   settings->episodic_life = p.Bool("episodic_life");
   if (settings->episodic_life && settings->terminal_on_life_loss) {
@@ -135,9 +141,9 @@ inline std::unique_ptr<PreprocessingSettings> PreprocessingOf(const fastbatch::P
 
 inline std::vector<int64_t> ObservationShape(const fastbatch::Params& p) {
   if (const auto pre = PreprocessingOf(p)) {
-    const int64_t s = pre->screen_size;
-    if (!pre->grayscale_obs) return {s, s, 3};
-    return p.Bool("grayscale_newaxis") ? std::vector<int64_t>{s, s, 1} : std::vector<int64_t>{s, s};
+    const int64_t h = pre->screen_height, w = pre->screen_width;
+    if (!pre->grayscale_obs) return {h, w, 3};
+    return p.Bool("grayscale_newaxis") ? std::vector<int64_t>{h, w, 1} : std::vector<int64_t>{h, w};
   }
   switch (ObsKindOf(p)) {
     case ObsKind::kRgb: return {kScreenHeight, kScreenWidth, 3};

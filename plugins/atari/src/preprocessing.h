@@ -38,7 +38,8 @@ namespace fastbatch_atari {
 struct PreprocessingSettings {
   int64_t noop_max = 30;
   int frame_skip = 4;
-  int64_t screen_size = 84;
+  int64_t screen_width = 84;
+  int64_t screen_height = 84;
   bool terminal_on_life_loss = false;
   bool grayscale_obs = true;
   bool episodic_life = false;
@@ -51,7 +52,8 @@ class Preprocessing {
       : game_(game),
         settings_(settings),
         channels_(settings.grayscale_obs ? 1 : 3),
-        resize_(kScreenHeight, kScreenWidth, settings.screen_size, settings.screen_size, channels_),
+        resize_(kScreenHeight, kScreenWidth, settings.screen_height, settings.screen_width,
+                channels_),
         newest_(static_cast<size_t>(kScreenPixels * channels_)),
         previous_(newest_.size()) {
     if (settings.noop_max > 0 && game.action(0) != ale::PLAYER_A_NOOP) {

@@ -3,7 +3,8 @@ C++ pool over ALE's C++ interface (the emulator is compiled into this package's 
 
 Installed, ``fastbatch.make("ALE/Pong-v5", n)`` steps the game natively: fastbatch finds this
 package through its ``fastbatch.envs`` entry point and calls `register` on the first ``make``
-of an ``ALE/`` id (``backend="process"`` still steps ale-py's own env in worker processes).
+of an ``ALE/`` id (``backend="process"`` still steps ale-py's own env in worker processes), and
+`native_kwargs` on each ``make``'s keyword arguments.
 The env equals ale-py's ``AtariEnv`` for the same seed and actions, step for step
 (``src/atari_env.h`` has the params and the seeding rule).
 
@@ -14,11 +15,13 @@ itself is MIT and imports this package only when it is installed.
 from __future__ import annotations
 
 import ctypes
+import numbers
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
-__all__ = ["ALE_VERSION", "ID_PREFIXES", "library_path", "register", "rom_dir"]
+__all__ = ["ALE_VERSION", "ID_PREFIXES", "library_path", "native_kwargs", "register", "rom_dir"]
 
 ID_PREFIXES = ("ALE/",)
 """How the ids of this package's envs start (fastbatch routes such ids here)."""
@@ -70,3 +73,22 @@ def register() -> list[str]:
     library.fastbatch_atari_set_rom_dir(os.fsencode(roms))
     _registered = fastbatch.register_native_env(None, library_path(), replace=True)
     return list(_registered)
+
+
+def native_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """gymnasium's keyword arguments as this package's params (``fastbatch.make`` calls it):
+    AtariPreprocessing's ``screen_size=(width, height)`` becomes ``screen_width`` and
+    ``screen_height`` (frames of shape (height, width)); an int ``screen_size`` stays as it is
+    (square frames). ValueError naming the env for a ``screen_size`` that is neither."""
+    size = kwargs.get("screen_size")
+    if not isinstance(size, (tuple, list)):
+        return kwargs
+    whole = [isinstance(v, numbers.Integral) and not isinstance(v, bool) and v > 0 for v in size]
+    if len(size) != 2 or not all(whole):
+        raise ValueError(
+            f"{env_id} parameter 'screen_size' must be an int or a pair (width, height) of "
+            f"positive ints, as AtariPreprocessing takes it, got {size!r}"
+        )
+    out = {k: v for k, v in kwargs.items() if k != "screen_size"}
+    out["screen_width"], out["screen_height"] = int(size[0]), int(size[1])
+    return out
