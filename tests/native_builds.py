@@ -62,7 +62,10 @@ def compile_plugin(
 
 
 def built_plugin(source: Path, out: Path, *flags: str, include: str | None = None) -> Path:
-    """compile_plugin, asserting that it compiled; returns `out`."""
+    """compile_plugin, asserting that it compiled; returns `out`. An `out` that exists is taken
+    as built (a fixture's folder names each variant once; a loaded library is left alone)."""
+    if out.exists():
+        return out
     done = compile_plugin(source, out, *flags, include=include)
     assert done.returncode == 0, done.stderr
     return out
@@ -88,8 +91,9 @@ def mistake_builder(tmp_path_factory, source: Path):
     folder = tmp_path_factory.mktemp(source.stem)
 
     def build(mistake: int = 0) -> Path:
-        out = folder / f"lib{source.stem}{mistake}.so"
-        return out if out.exists() else built_plugin(source, out, f"-DMISTAKE={mistake}")
+        return built_plugin(
+            source, folder / f"lib{source.stem}{mistake}.so", f"-DMISTAKE={mistake}"
+        )
 
     return build
 

@@ -30,7 +30,7 @@ def faulty(tmp_path_factory):
 
     def build(fault: int) -> Path:
         out = folder / f"libfaulty{fault}.so"
-        return out if out.exists() else built_plugin(FAULTY, out, f"-DFAULT={fault}")
+        return built_plugin(FAULTY, out, f"-DFAULT={fault}")
 
     return build
 
