@@ -64,6 +64,7 @@ def test_type_mistakes_do_not_compile(tmp_path, mistake, message):
         (2, "Echo-v0: observation space has 3 low and 3 high bounds for a shape of 4 elements"),
         (3, "its spec could not be built: env class Echo: MakeSpec refused to build"),
         (6, "Ramp-v0: the spec declares infos, so the env writes them: Reset\\(rng, obs, info\\)"),
+        (7, "Cast-v0: the env's ObsType is void, so its observation space names the element type"),
     ],
 )
 def test_spec_mistakes_are_refused_at_registration(build, mistake, message):
@@ -80,11 +81,12 @@ def contract_envs(build) -> list[str]:
 
 
 def test_a_library_registers_all_its_envs_or_the_one_named(build, contract_envs):
-    assert contract_envs == ["Echo-v0", "Ramp-v0"]
+    assert contract_envs == ["Echo-v0", "Ramp-v0", "Cast-v0"]
     library = build(PLUGINS / "contract_v2.cc", "contract")
     assert fastbatch.register_native_env("Ramp-v0", library, replace=True) == ["Ramp-v0"]
     with pytest.raises(
-        fastbatch.PluginError, match="exports no env 'Nope-v0'; it exports: Echo-v0, Ramp-v0"
+        fastbatch.PluginError,
+        match="exports no env 'Nope-v0'; it exports: Cast-v0, Echo-v0, Ramp-v0",
     ):
         fastbatch.register_native_env("Nope-v0", library)
     with pytest.raises(TypeError, match="apply to one env"):
@@ -96,6 +98,17 @@ def test_discrete_actions_reach_an_int32_action_type_intact(contract_envs):
     env.reset(seed=0)
     obs = env.step(np.array([1, 2, 3, 0]))[0]
     np.testing.assert_array_equal(obs[:, 0], [1, 2, 3, 0])
+
+
+def test_an_obs_type_void_env_writes_the_element_type_its_params_chose(contract_envs):
+    for dtype, first in (("uint8", 1), ("float32", 1.5)):
+        env = fastbatch.make("Cast-v0", 2, dtype=dtype)
+        assert env.single_observation_space.dtype == np.dtype(dtype)
+        env.reset(seed=0)
+        obs = env.step(np.array([0, 1]))[0]
+        assert obs.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(obs, np.full((2, 3), first, dtype))
+        env.close()
 
 
 # ---------------------------------------------------------------------------- params

@@ -6,6 +6,7 @@
 //   4 ObsType bool                                       (refused at compile time)
 //   5 MakeSpec(const Params&) without DeclareParams()    (refused at compile time)
 //   6 Info("x") declared, but Reset/Step take no info row (refused at registration; v3)
+//   7 ObsType void with a Box that names no element type  (refused at registration)
 #include <cstdint>
 #include <stdexcept>
 
@@ -109,6 +110,50 @@ class Ramp {
   int64_t t_ = 0;
 };
 
+// Cast-v0: ObsType void, so the observation's element type comes from the spec, here from the
+// param `dtype`; the observation is the step count in each of its 3 elements.
+class Cast {
+ public:
+  using ObsType = void;
+  using ActionType = int64_t;
+
+  static fastbatch::ParamList DeclareParams() {
+    return fastbatch::ParamList().Choice("dtype", {"uint8", "float32"}, "uint8");
+  }
+  static fastbatch::Spec MakeSpec(const fastbatch::Params& p) {
+#if MISTAKE == 7
+    const auto box = fastbatch::Box({3}, 0.0, 255.0);
+#else
+    const auto box = p.Choice("dtype") == "uint8" ? fastbatch::Box<uint8_t>({3}, 0.0, 255.0)
+                                                  : fastbatch::Box<float>({3}, 0.0, 255.0);
+#endif
+    return fastbatch::Spec("Cast-v0").Observation(box).Action(fastbatch::Discrete(2));
+  }
+  explicit Cast(const fastbatch::Params& p) : floats_(p.Choice("dtype") == "float32") {}
+  void Reset(fastbatch::Rng&, void* obs) {
+    t_ = 0;
+    Write(obs);
+  }
+  fastbatch::StepResult Step(int64_t, void* obs) {
+    ++t_;
+    Write(obs);
+    return {0.0, false};
+  }
+
+ private:
+  void Write(void* obs) const {
+    for (int k = 0; k < 3; ++k) {
+      if (floats_) {
+        static_cast<float*>(obs)[k] = static_cast<float>(t_) + 0.5f;
+      } else {
+        static_cast<uint8_t*>(obs)[k] = static_cast<uint8_t>(t_);
+      }
+    }
+  }
+  bool floats_;
+  int64_t t_ = 0;
+};
+
 #if MISTAKE == 5
 // Reads params in MakeSpec without declaring them in DeclareParams().
 class Undeclared {
@@ -129,5 +174,5 @@ class Undeclared {
 };
 FASTBATCH_EXPORT_ENVS(Undeclared)
 #else
-FASTBATCH_EXPORT_ENVS(Echo, Ramp)
+FASTBATCH_EXPORT_ENVS(Echo, Ramp, Cast)
 #endif

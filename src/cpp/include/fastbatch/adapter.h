@@ -58,8 +58,9 @@ struct Adapter {
   using Act = typename E::ActionType;
   static_assert(std::is_same_v<Obs, float> || std::is_same_v<Obs, double> ||
                     std::is_same_v<Obs, int32_t> || std::is_same_v<Obs, int64_t> ||
-                    std::is_same_v<Obs, uint8_t>,
-                "ObsType must be float, double, int32_t, int64_t or uint8_t");
+                    std::is_same_v<Obs, uint8_t> || std::is_void_v<Obs>,
+                "ObsType must be float, double, int32_t, int64_t or uint8_t, or void (the "
+                "spec's Box<T> then names the type, which may depend on the params)");
   static_assert((std::is_integral_v<Act> && !std::is_same_v<Act, bool>) ||
                     std::is_same_v<Act, float> || std::is_same_v<Act, double>,
                 "ActionType must be an integer type (Discrete actions) or float/double (Box)");
@@ -106,7 +107,15 @@ struct Adapter {
     if (spec.observation().is_discrete) {
       throw std::invalid_argument(spec.id() + ": the observation space must be a Box");
     }
-    Resolve(spec.observation(), DTypeOf<Obs>(), spec.id() + ": the observation space", "ObsType");
+    if constexpr (std::is_void_v<Obs>) {
+      if (spec.observation().dtype == kDTypeFromEnv) {
+        throw std::invalid_argument(spec.id() +
+                                    ": the env's ObsType is void, so its observation space "
+                                    "names the element type: Box<T>(shape, low, high)");
+      }
+    } else {
+      Resolve(spec.observation(), DTypeOf<Obs>(), spec.id() + ": the observation space", "ObsType");
+    }
     if (spec.action().is_discrete && !kDiscrete) {
       throw std::invalid_argument(spec.id() +
                                   ": a Discrete action space needs an integer "
@@ -213,7 +222,8 @@ struct Adapter {
     std::unique_ptr<Spec> spec;  // this block's spec (specs built from params)
     const fb_spec* view = nullptr;
     std::vector<E> envs;
-    int64_t obs_size = 1;
+    int64_t obs_size = 1;       // elements of one (agent's) observation
+    int64_t obs_row_bytes = 0;  // bytes of one (agent's) observation
     int64_t act_size = 1;
     int64_t info_row = 0;  // doubles of one env's info row (ABI version 3)
     int64_t agents = 1;    // rows of one env in obs, actions, reward and flags (version 6)
@@ -234,6 +244,7 @@ struct Adapter {
       for (int32_t d = 0; d < block->view->observation.ndim; ++d) {
         block->obs_size *= block->view->observation.shape[d];
       }
+      block->obs_row_bytes = block->obs_size * DTypeSize(block->view->observation.dtype);
       for (int32_t d = 0; d < block->view->action.ndim; ++d) {
         block->act_size *= block->view->action.shape[d];
       }
@@ -256,19 +267,24 @@ struct Adapter {
 
   static void Destroy(void* block) { delete static_cast<Block*>(block); }
 
+  // Observation row `row` of the batch (env i's first row is i * agents).
+  static Obs* ObsRow(const fb_batch* batch, const Block& block, int64_t row) {
+    return static_cast<Obs*>(
+        static_cast<void*>(static_cast<char*>(batch->obs) + row * block.obs_row_bytes));
+  }
+
   static const fb_spec* BlockSpec(void* block) { return static_cast<Block*>(block)->view; }
 
   static int32_t Reset(void* raw, int64_t begin, int64_t end, const fb_batch* batch,
                        fb_error* error) {
     auto* block = static_cast<Block*>(raw);
-    auto* obs = static_cast<Obs*>(batch->obs);
     int64_t i = begin;
     try {
       for (; i < end; ++i) {
         if (batch->reset_mask != nullptr && batch->reset_mask[i] == 0) continue;
         Rng rng(&batch->rngs[i]);
         E& env = block->envs[static_cast<size_t>(i)];
-        Obs* row = obs + i * block->agents * block->obs_size;
+        Obs* row = ObsRow(batch, *block, i * block->agents);
         if constexpr (kWritesInfo) {
           env.Reset(rng, row, InfoRow(batch, i, block->info_row));
         } else {
@@ -296,12 +312,11 @@ struct Adapter {
   static int32_t StepOne(void* raw, int64_t begin, int64_t end, const fb_batch* batch,
                          fb_error* error) {
     auto* block = static_cast<Block*>(raw);
-    auto* obs = static_cast<Obs*>(batch->obs);
     int64_t i = begin;
     try {
       for (; i < end; ++i) {
         E& env = block->envs[static_cast<size_t>(i)];
-        Obs* row = obs + i * block->obs_size;
+        Obs* row = ObsRow(batch, *block, i);
         StepResult r{0.0, false, false};
         if (batch->reset_mask != nullptr && batch->reset_mask[i] != 0) {
           Rng rng(&batch->rngs[i]);
@@ -344,7 +359,6 @@ struct Adapter {
   static int32_t StepAgents(void* raw, int64_t begin, int64_t end, const fb_batch* batch,
                             fb_error* error) {
     auto* block = static_cast<Block*>(raw);
-    auto* obs = static_cast<Obs*>(batch->obs);
     const int64_t agents = block->agents;
     const auto count = static_cast<size_t>(agents);
     thread_local std::vector<uint8_t> scratch_truncated;
@@ -354,7 +368,7 @@ struct Adapter {
       for (; i < end; ++i) {
         E& env = block->envs[static_cast<size_t>(i)];
         const int64_t first = i * agents;
-        Obs* row = obs + first * block->obs_size;
+        Obs* row = ObsRow(batch, *block, first);
         uint8_t* truncated = batch->truncated;
         if (truncated == nullptr) {  // a pool of ABI version 1 reads no truncation
           scratch_truncated.resize(count);

@@ -30,7 +30,10 @@
 //     ...})
 //
 // Element types come from ObsType/ActionType: declare a Box as `Box(shape, low, high)` and it
-// takes them (the version-1 spelling `Box<T>(...)` is checked against them). Params are typed
+// takes them (the version-1 spelling `Box<T>(...)` is checked against them). An env whose
+// observation type depends on its params (uint8 frames, or float ones scaled to [0, 1]) declares
+// `using ObsType = void;`, names the type in MakeSpec(params) with `Box<T>(...)` (a Box without
+// one is refused), and writes that type through the `void* obs` of Reset and Step. Params are typed
 // (`FloatParam`, `IntParam`, `BoolParam`, `ChoiceParam`, or version 1's `Param` for an unbounded
 // float) with accepted ranges that fastbatch checks before any env is created; an env reads them
 // with `Params::Float/Int/Bool/Choice` (or `Get`, any kind, as a double).
