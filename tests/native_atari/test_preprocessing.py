@@ -194,6 +194,7 @@ def test_seaquest_with_sticky_actions_and_fire_resets():
         pytest.param({"grayscale_obs": False, "screen_size": 64}, marks=E),
         pytest.param({"grayscale_newaxis": True, "frame_skip": 3}, marks=E),
         pytest.param({"screen_size": (64, 48)}, marks=E),  # (width, height): 48x64 frames
+        pytest.param({"scale_obs": True, "grayscale_newaxis": True}, marks=E),  # float32 frames
         {
             "frame_skip": 1,
             "noop_max": 0,
@@ -201,7 +202,7 @@ def test_seaquest_with_sticky_actions_and_fire_resets():
             "env_kwargs": {"repeat_action_probability": 0.0},
         },
     ],
-    ids=["life-loss", "rgb-64", "newaxis-skip-3", "non-square", "no-skip-no-noops"],
+    ids=["life-loss", "rgb-64", "newaxis-skip-3", "non-square", "scaled", "no-skip-no-noops"],
 )
 def test_wrapper_kwargs_equal_gymnasium(kwargs):
     _lockstep("ALE/SpaceInvaders-v5", 250, **kwargs)
@@ -228,10 +229,7 @@ def test_wrapper_kwargs_equal_gymnasium(kwargs):
         ),
         ({"screen_size": (64, 48)}, r"screen_width applies with atari_preprocessing=True"),
         ({"episodic_life": True}, r"episodic_life applies with atari_preprocessing=True"),
-        (  # gymnasium's kwarg: False is taken, True refused with the way to float frames
-            {"atari_preprocessing": True, "frameskip": 1, "scale_obs": True},
-            r"scale_obs=True is not offered: frames stay uint8 .*TransformObservation",
-        ),
+        ({"scale_obs": True}, r"scale_obs applies with atari_preprocessing=True"),
         (
             {
                 "atari_preprocessing": True,
@@ -247,35 +245,3 @@ def test_wrapper_kwargs_equal_gymnasium(kwargs):
 def test_inconsistent_preprocessing_params_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
         fastbatch.make("ALE/Breakout-v5", 1, **kwargs)
-
-
-def test_float_frames_come_from_a_vector_wrapper_equal_to_scale_obs():
-    """The way plugins/atari/README.md gives to gymnasium's `scale_obs=True` (refused as a
-    param): TransformObservation over the uint8 env gives the wrapper's float32 frames."""
-    import ale_py
-    from gymnasium.spaces import Box
-    from gymnasium.wrappers import AtariPreprocessing
-    from gymnasium.wrappers.vector import TransformObservation
-
-    gymnasium.register_envs(ale_py)
-    n, steps = 2, 60
-    ours = fastbatch.make("ALE/Pong-v5", n, frameskip=1, atari_preprocessing=True)
-    space = Box(0.0, 1.0, ours.single_observation_space.shape, np.float32)
-    ours = TransformObservation(
-        ours, lambda o: o.astype(np.float32) / 255.0, single_observation_space=space
-    )
-    reference = gymnasium.vector.SyncVectorEnv(
-        [
-            lambda: AtariPreprocessing(gymnasium.make("ALE/Pong-v5", frameskip=1), scale_obs=True)
-            for _ in range(n)
-        ]
-    )
-    assert ours.single_observation_space == reference.single_observation_space
-    obs, expected = ours.reset(seed=5)[0], reference.reset(seed=5)[0]
-    actions = np.random.default_rng(5).integers(0, 6, size=(steps, n))
-    for t in range(steps):
-        assert obs.dtype == expected.dtype == np.float32
-        np.testing.assert_array_equal(obs, expected, err_msg=f"step {t}")
-        obs, expected = ours.step(actions[t])[0], reference.step(actions[t])[0]
-    ours.close()
-    reference.close()

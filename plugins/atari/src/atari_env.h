@@ -21,9 +21,9 @@
 // `grayscale_newaxis` (False), `episodic_life` (False: Stable-Baselines3's EpisodicLifeEnv
 // around it, see preprocessing.h) and `fire_reset` (False: fastbatch.atari.FireOnReset around
 // both).
-// Observations: (s, s) gray, (s, s, 1) with the new axis, or (s, s, 3) RGB, uint8 (`scale_obs`
-// is taken as False only: networks scale uint8 frames themselves). Stack them with
-// `frame_stack=4`.
+// Observations: (s, s) gray, (s, s, 1) with the new axis, or (s, s, 3) RGB, uint8; with
+// `scale_obs` (False) float32 in [0, 1], the wrapper's `frame / 255.0` in float32 (the class's
+// ObsType is void: the spec names the element type). Stack them with `frame_stack=4`.
 //
 // Infos: `lives`, `episode_frame_number`, `frame_number`, and with reward_clip `reward` (float64,
 // as every native info).
@@ -74,7 +74,7 @@ inline fastbatch::ParamList& AddPreprocessingParams(fastbatch::ParamList& params
       .Bool("grayscale_newaxis", false)
       .Bool("episodic_life", false)
       .Bool("fire_reset", false)
-      .Bool("scale_obs", false);  // taken so that gymnasium's kwargs pass; True is refused
+      .Bool("scale_obs", false);
 }
 
 // A game's params: `mode` and `difficulty` range up to the game's largest.
@@ -112,12 +112,6 @@ inline std::unique_ptr<PreprocessingSettings> PreprocessingOf(const fastbatch::P
   if (ObsKindOf(p) == ObsKind::kRam) {
     throw std::invalid_argument("atari_preprocessing reads the screen: obs_type='ram' is refused");
   }
-  if (p.Bool("scale_obs")) {
-    throw std::invalid_argument(
-        "scale_obs=True is not offered: frames stay uint8 (a quarter of float32's memory); scale "
-        "them in the network (fastbatch's PPO does), or wrap the vector env in "
-        "gymnasium.wrappers.vector.TransformObservation for float32 frames in [0, 1]");
-  }
   if (!p.Bool("grayscale_obs") && ObsKindOf(p) != ObsKind::kRgb) {
     throw std::invalid_argument("grayscale_obs=False needs obs_type='rgb'");
   }
@@ -136,6 +130,7 @@ inline std::unique_ptr<PreprocessingSettings> PreprocessingOf(const fastbatch::P
   }
   settings->grayscale_obs = p.Bool("grayscale_obs");
   settings->fire_reset = p.Bool("fire_reset");
+  settings->scale_obs = p.Bool("scale_obs");
   return settings;
 }
 
@@ -158,8 +153,11 @@ inline fastbatch::Spec AtariSpec(const Game& game, const fastbatch::Params& p) {
       p.Bool("full_action_space")
           ? kFullActionSpace
           : static_cast<int64_t>(SettingsOf(game)->getMinimalActionSet().size());
+  const auto pre = PreprocessingOf(p);
   auto spec = fastbatch::Spec(std::string("ALE/") + game.name + "-v5")
-                  .Observation(fastbatch::Box(ObservationShape(p), 0.0, 255.0))
+                  .Observation(pre && pre->scale_obs
+                                   ? fastbatch::Box<float>(ObservationShape(p), 0.0, 1.0)
+                                   : fastbatch::Box<uint8_t>(ObservationShape(p), 0.0, 255.0))
                   .Action(fastbatch::Discrete(actions))
                   .Info("lives")
                   .Info("episode_frame_number")
@@ -183,7 +181,7 @@ inline GameSettings GameSettingsOf(const fastbatch::Params& p) {
 
 class AtariEnv {
  public:
-  using ObsType = uint8_t;
+  using ObsType = void;  // uint8_t frames, or float with scale_obs: the spec says which
   using ActionType = int64_t;
 
   AtariEnv(const Game& game, const fastbatch::Params& p)
@@ -192,10 +190,12 @@ class AtariEnv {
         game_(std::make_unique<AleGame>(game, GameSettingsOf(p))) {
     if (const auto settings = PreprocessingOf(p)) {
       preprocessing_ = std::make_unique<Preprocessing>(*game_, *settings);
+      if (settings->scale_obs) unscaled_.resize(preprocessing_->FrameSize());
     }
   }
 
-  void Reset(fastbatch::Rng& rng, uint8_t* obs, double* info) {
+  void Reset(fastbatch::Rng& rng, void* out, double* info) {
+    uint8_t* obs = Frame(out);
     SeedWords seeds{};
     const bool seeded = !seen_ || std::memcmp(&rng.State(), &left_, sizeof(fb_rng)) != 0;
     if (seeded) {
@@ -211,6 +211,7 @@ class AtariEnv {
       game_->ResetGame();
       game_->WriteObs(obs_kind_, obs);
     }
+    Scale(out);
     game_->WriteInfo(info);
     if (reward_clip_) info[kRawRewardInfo] = 0.0;
   }
@@ -219,7 +220,8 @@ class AtariEnv {
   // emulated, whatever the observation type and preprocessing).
   void Render(uint8_t* rgb) const { game_->Rgb(rgb); }
 
-  fastbatch::StepResult Step(int64_t action, uint8_t* obs, double* info) {
+  fastbatch::StepResult Step(int64_t action, void* out, double* info) {
+    uint8_t* obs = Frame(out);
     FrameResult r;
     if (preprocessing_) {
       r = preprocessing_->Step(action, obs);
@@ -227,6 +229,7 @@ class AtariEnv {
       r = game_->Step(action);
       game_->WriteObs(obs_kind_, obs);
     }
+    Scale(out);
     game_->WriteInfo(info);
     if (!reward_clip_) return {r.reward, r.terminated, r.truncated};
     info[kRawRewardInfo] = r.reward;  // EnvPool's convention: the raw reward in the infos
@@ -237,10 +240,25 @@ class AtariEnv {
  private:
   static constexpr int kRawRewardInfo = 3;  // after lives, episode_frame_number, frame_number
 
+  // Where the uint8 frame goes: the observation row itself, or with scale_obs the frame Scale
+  // turns into the row's floats.
+  uint8_t* Frame(void* out) {
+    return unscaled_.empty() ? static_cast<uint8_t*>(out) : unscaled_.data();
+  }
+
+  // With scale_obs: the frame into `out` as AtariPreprocessing's float32 `frame / 255.0`.
+  void Scale(void* out) const {
+    auto* scaled = static_cast<float*>(out);
+    for (size_t k = 0; k < unscaled_.size(); ++k) {
+      scaled[k] = static_cast<float>(unscaled_[k]) / 255.0f;
+    }
+  }
+
   ObsKind obs_kind_;
   bool reward_clip_;                              // rewards by their sign (SB3's ClipRewardEnv)
   std::unique_ptr<AleGame> game_;                 // on the heap: the env moves, the game does not
   std::unique_ptr<Preprocessing> preprocessing_;  // null without atari_preprocessing
+  std::vector<uint8_t> unscaled_;                 // the frame; empty without scale_obs
   fb_rng left_{};                                 // the generator's state after the last seed
   bool seen_ = false;                             // a reset has seeded the game
 };

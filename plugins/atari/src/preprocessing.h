@@ -44,6 +44,7 @@ struct PreprocessingSettings {
   bool grayscale_obs = true;
   bool episodic_life = false;
   bool fire_reset = false;
+  bool scale_obs = false;  // read by AtariEnv, which scales the frames this writes
 };
 
 class Preprocessing {
@@ -87,6 +88,11 @@ class Preprocessing {
     if (lives > 0 && lives < episode_lives_) r.terminated = true;
     episode_lives_ = lives;
     return r;
+  }
+
+  // Bytes of the frame Reset and Step write.
+  size_t FrameSize() const {
+    return static_cast<size_t>(settings_.screen_height * settings_.screen_width * channels_);
   }
 
  private:
