@@ -109,6 +109,10 @@ def test_an_obs_type_void_env_writes_the_element_type_its_params_chose(contract_
         assert obs.dtype == np.dtype(dtype)
         np.testing.assert_array_equal(obs, np.full((2, 3), first, dtype))
         env.close()
+        single = gymnasium.make("fastbatch/Cast-v0", dtype=dtype)
+        assert single.observation_space.dtype == single.reset(seed=0)[0].dtype == np.dtype(dtype)
+        check_env(single.unwrapped, skip_render_check=True)
+        single.close()
 
 
 # ---------------------------------------------------------------------------- params
