@@ -14,6 +14,8 @@ frameskip 4, sticky actions 0.25). Random actions throughout.
   fastbatch    fastbatch.make("ALE/<Game>-v5", n, ...): the native pool, `--threads` threads
                (preprocessed: frameskip=1, atari_preprocessing=True, frame_stack=4)
   fb-async     the same in async mode, batch_size = n / 2 (steady recv()/send())
+  fb-scaled    fastbatch with scale_obs=True: float32 frames in [0, 1] (preprocessed only; not
+               in the default methods: --methods fastbatch,fb-scaled)
   envpool      EnvPool's own Atari envs (ALE 0.11 inside), sync mode, the same threads (only if
                envpool is installed: pip install ".[bench]"; preprocessed only)
   ale-vector   ale-py's C++ AtariVectorEnv, sync, the same threads (raw: set to raw frames)
@@ -87,6 +89,14 @@ def make_stepper(method: str, env_id: str, num_envs: int, threads: int, raw: boo
     game = gymnasium.spec(env_id).kwargs["game"]
     if method == "fastbatch":
         env = fastbatch.make(env_id, num_envs, seed=0, num_workers=threads, **native)
+        env.reset()
+        return (lambda a: env.step(a)), env.close, num_envs
+    if method == "fb-scaled":
+        if raw:
+            return None
+        env = fastbatch.make(
+            env_id, num_envs, seed=0, num_workers=threads, scale_obs=True, **native
+        )
         env.reset()
         return (lambda a: env.step(a)), env.close, num_envs
     if method == "fb-async":
@@ -231,7 +241,7 @@ def main(argv=None) -> int:
         budget_s=seconds,
         quick=args.quick,
     )
-    others = [m for m in methods if m not in ("fastbatch", "native-loop")]
+    others = [m for m in methods if m not in ("fastbatch", "native-loop", "fb-scaled")]
     table = harness.Table(
         ("env", -16),
         ("N", 5),
