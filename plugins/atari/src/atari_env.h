@@ -22,7 +22,7 @@
 // around it, see preprocessing.h) and `fire_reset` (False: fastbatch.atari.FireOnReset around
 // both).
 // Observations: (s, s) gray, (s, s, 1) with the new axis, or (s, s, 3) RGB, uint8; with
-// `scale_obs` (False) float32 in [0, 1], the wrapper's `frame / 255.0` in float32 (the class's
+// `scale_obs=True` (default False) float32 in [0, 1], the wrapper's `frame / 255.0` (the class's
 // ObsType is void: the spec names the element type). Stack them with `frame_stack=4`.
 //
 // Infos: `lives`, `episode_frame_number`, `frame_number`, and with reward_clip `reward` (float64,
