@@ -59,23 +59,22 @@ class AleGame {
       ale_->setInt("max_num_frames_per_episode",
                    static_cast<int>(settings.max_num_frames_per_episode));
     }
-    ale_->setInt("random_seed", 0);  // replaced by the first seeded reset
-    ale_->loadROM(rom_path_);
-    CheckSetting("mode", settings.mode, ale_->getAvailableModes());
-    CheckSetting("difficulty", settings.difficulty, ale_->getAvailableDifficulties());
-    ApplyModeAndDifficulty();
-    action_set_ =
-        settings.full_action_space ? ale_->getLegalActionSet() : ale_->getMinimalActionSet();
+    // The ROM loads at the first seed (Seed), which every env's first reset has: a load builds
+    // ALE's colour-averaging tables, about 0.1 s of CPU, so loading here too would double the
+    // start-up. The checks and the action set read the game's settings instead, as ALE does.
+    const auto rom = SettingsOf(game);
+    CheckSetting("mode", settings.mode, rom->getAvailableModes());
+    CheckSetting("difficulty", settings.difficulty, rom->getAvailableDifficulties());
+    action_set_ = settings.full_action_space ? rom->getAllActions() : rom->getMinimalActionSet();
   }
 
   // ale-py's `seed_game(seed)` + `load_game()` for the seed words of a seed.
-  void Seed(const SeedWords& seeds) {
-    ale_->setInt("random_seed", seeds.ale_seed);
-    ale_->loadROM(rom_path_);
-    ApplyModeAndDifficulty();
-  }
+  void Seed(const SeedWords& seeds) { Load(seeds.ale_seed); }
 
-  void ResetGame() { ale_->reset_game(); }
+  void ResetGame() {
+    if (!loaded_) Load(0);  // ale-py's env is seeded with 0 until a reset gives a seed
+    ale_->reset_game();
+  }
 
   // ale-py's `step(action)`: `frameskip` frames of the action, rewards summed.
   FrameResult Step(int64_t action) {
@@ -101,6 +100,7 @@ class AleGame {
   }
 
   void Rgb(uint8_t* out) {
+    if (!loaded_) Load(0);  // the screen of an env not reset yet (render)
     ale_->theOSystem->colourPalette().applyPaletteRGB(
         out, ale_->environment->getScreen().getArray(), kScreenPixels);
   }
@@ -131,6 +131,13 @@ class AleGame {
     return path;
   }
 
+  void Load(int32_t seed) {
+    ale_->setInt("random_seed", seed);
+    ale_->loadROM(rom_path_);
+    ApplyModeAndDifficulty();
+    loaded_ = true;
+  }
+
   void ApplyModeAndDifficulty() {
     if (settings_.mode >= 0) ale_->setMode(static_cast<ale::game_mode_t>(settings_.mode));
     if (settings_.difficulty >= 0) {
@@ -155,6 +162,7 @@ class AleGame {
   std::filesystem::path rom_path_;
   std::unique_ptr<ale::ALEInterface> ale_ = std::make_unique<ale::ALEInterface>();
   ale::ActionVect action_set_;
+  bool loaded_ = false;  // a ROM is loaded (the first seed loads it)
 };
 
 }  // namespace fastbatch_atari
