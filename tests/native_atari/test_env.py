@@ -70,6 +70,24 @@ def test_a_mode_the_game_lacks_is_refused_naming_its_modes():
         fastbatch.make("ALE/Breakout-v5", 1, mode=3)
 
 
+@pytest.mark.engine
+def test_a_render_before_any_reset_shows_ale_pys_screen_before_its_reset():
+    # An env loads its ROM at its first reset (each load builds ALE's colour tables, ~0.1 s),
+    # not when made; a render before that loads it then and shows ale-py's env's screen.
+    import ale_py
+
+    gymnasium.register_envs(ale_py)
+    ours = fastbatch.make("ALE/Breakout-v5", 2, render_mode="rgb_array")
+    theirs = gymnasium.make("ALE/Breakout-v5", render_mode="rgb_array").unwrapped
+    for frame in ours.render():
+        np.testing.assert_array_equal(frame, theirs.render())
+    ours.reset(seed=3)
+    theirs.reset(seed=3)
+    np.testing.assert_array_equal(ours.render()[0], theirs.render())
+    ours.close()
+    theirs.close()
+
+
 def test_frames_take_the_rollout_op():
     pytest.importorskip("tensorflow")
     from tests.test_rollout_dtypes import assert_same_rollouts
