@@ -134,8 +134,10 @@ inline std::unique_ptr<PreprocessingSettings> PreprocessingOf(const fastbatch::P
   return settings;
 }
 
-inline std::vector<int64_t> ObservationShape(const fastbatch::Params& p) {
-  if (const auto pre = PreprocessingOf(p)) {
+// The frame's shape for params `p` and their preprocessing settings `pre` (null: none).
+inline std::vector<int64_t> ObservationShape(const fastbatch::Params& p,
+                                             const PreprocessingSettings* pre) {
+  if (pre != nullptr) {
     const int64_t h = pre->screen_height, w = pre->screen_width;
     if (!pre->grayscale_obs) return {h, w, 3};
     return p.Bool("grayscale_newaxis") ? std::vector<int64_t>{h, w, 1} : std::vector<int64_t>{h, w};
@@ -154,10 +156,10 @@ inline fastbatch::Spec AtariSpec(const Game& game, const fastbatch::Params& p) {
           ? kFullActionSpace
           : static_cast<int64_t>(SettingsOf(game)->getMinimalActionSet().size());
   const auto pre = PreprocessingOf(p);
+  const std::vector<int64_t> shape = ObservationShape(p, pre.get());
   auto spec = fastbatch::Spec(std::string("ALE/") + game.name + "-v5")
-                  .Observation(pre && pre->scale_obs
-                                   ? fastbatch::Box<float>(ObservationShape(p), 0.0, 1.0)
-                                   : fastbatch::Box<uint8_t>(ObservationShape(p), 0.0, 255.0))
+                  .Observation(pre && pre->scale_obs ? fastbatch::Box<float>(shape, 0.0, 1.0)
+                                                     : fastbatch::Box<uint8_t>(shape, 0.0, 255.0))
                   .Action(fastbatch::Discrete(actions))
                   .Info("lives")
                   .Info("episode_frame_number")
