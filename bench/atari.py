@@ -3,6 +3,7 @@
     python bench/atari.py            # Pong and Breakout, 8 and 64 envs, preprocessed frames
     python bench/atari.py --raw      # ALE's raw v5 frames instead
     python bench/atari.py --quick
+    python bench/atari.py --startup  # seconds from make to the first reset's end instead
 
 Preprocessed (the default; issue 29's table): every contender gives the same observations, as
 CleanRL and EnvPool use them: 84x84 grayscale, 4 stacked, each action repeated 4 frames with
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+import time
 import warnings
 
 import _harness as harness
@@ -200,12 +202,31 @@ def measure(method, env_id, num_envs, threads, budget, repeats, raw, max_async) 
     return harness.median(rates)
 
 
+def startup_seconds(method, env_id, num_envs, threads, raw, max_async) -> float | None:
+    """Seconds to make `method`'s envs and reset them once (the envs are closed after); None
+    for the C++ loop, which times steps only."""
+    if method == "native-loop":
+        return None
+    start = time.perf_counter()
+    stepper = make_stepper(method, env_id, num_envs, threads, raw, max_async)
+    seconds = time.perf_counter() - start
+    if stepper is None:
+        return None
+    stepper[1]()
+    return seconds
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="short budgets and fewer repeats")
     parser.add_argument("--raw", action="store_true", help="raw v5 frames, no preprocessing")
+    parser.add_argument(
+        "--startup",
+        action="store_true",
+        help="seconds from make to the end of the first reset, one timing a cell",
+    )
     parser.add_argument("--games", default=",".join(GAMES), help="comma-separated game names")
     parser.add_argument("--num-envs", default=",".join(map(str, NUM_ENVS)))
     parser.add_argument("--methods", default=",".join(METHODS))
@@ -259,15 +280,25 @@ def main(argv=None) -> int:
         for n in sizes:
             row = {"env": env_id, "num_envs": n, "frames": "raw" if args.raw else "preprocessed"}
             for method in methods:
+                if args.startup:
+                    row[method] = startup_seconds(
+                        method, env_id, n, args.threads, args.raw, args.max_async_envs
+                    )
+                    continue
                 row[method] = measure(
                     method, env_id, n, args.threads, budget, repeats, args.raw, args.max_async_envs
                 )
             results.append(row)
+            if args.startup:
+                cells = ["-" if row[m] is None else f"{row[m]:.2f} s" for m in methods]
+                print(table.row(env_id, n, *cells, *[""] * len(others)), flush=True)
+                continue
             cells = [harness.format_rate(row[m]) for m in methods]
             ratios = [harness.format_ratio(row.get("fastbatch"), row[m]) for m in others]
             print(table.row(env_id, n, *cells, *ratios), flush=True)
     print(run.footer())
-    default_json = "bench/results/atari_raw.json" if args.raw else "bench/results/atari.json"
+    kind = "_startup" if args.startup else "_raw" if args.raw else ""
+    default_json = f"bench/results/atari{kind}.json"
     harness.write_json(args.json or default_json, run.meta, results)
     return 0
 
