@@ -15,6 +15,7 @@
 
 #include "ale/ale_interface.hpp"
 #include "games.h"
+#include "gray_table.h"
 #include "rom_dir.h"
 #include "seed_words.h"
 
@@ -105,8 +106,7 @@ class AleGame {
         out, ale_->environment->getScreen().getArray(), kScreenPixels);
   }
   void Grayscale(uint8_t* out) {
-    ale_->theOSystem->colourPalette().applyPaletteGrayscale(
-        out, ale_->environment->getScreen().getArray(), kScreenPixels);
+    gray_.Apply(ale_->environment->getScreen().getArray(), out, kScreenPixels);
   }
 
   int lives() const { return ale_->lives(); }
@@ -134,6 +134,9 @@ class AleGame {
   void Load(int32_t seed) {
     ale_->setInt("random_seed", seed);
     ale_->loadROM(rom_path_);
+    gray_.Build([this](uint8_t* indices, uint8_t* gray, size_t n) {
+      ale_->theOSystem->colourPalette().applyPaletteGrayscale(gray, indices, n);
+    });
     ApplyModeAndDifficulty();
     loaded_ = true;
   }
@@ -162,6 +165,7 @@ class AleGame {
   std::filesystem::path rom_path_;
   std::unique_ptr<ale::ALEInterface> ale_ = std::make_unique<ale::ALEInterface>();
   ale::ActionVect action_set_;
+  GrayTable gray_;       // the loaded ROM's grayscale palette
   bool loaded_ = false;  // a ROM is loaded (the first seed loads it)
 };
 
