@@ -15,7 +15,7 @@
 
 #include "ale/ale_interface.hpp"
 #include "games.h"
-#include "gray_table.h"
+#include "palette_tables.h"
 #include "rom_dir.h"
 #include "seed_words.h"
 
@@ -102,11 +102,10 @@ class AleGame {
 
   void Rgb(uint8_t* out) {
     if (!loaded_) Load(0);  // the screen of an env not reset yet (render)
-    ale_->theOSystem->colourPalette().applyPaletteRGB(
-        out, ale_->environment->getScreen().getArray(), kScreenPixels);
+    palette_.Rgb(ale_->environment->getScreen().getArray(), out, kScreenPixels);
   }
   void Grayscale(uint8_t* out) {
-    gray_.Apply(ale_->environment->getScreen().getArray(), out, kScreenPixels);
+    palette_.Gray(ale_->environment->getScreen().getArray(), out, kScreenPixels);
   }
 
   int lives() const { return ale_->lives(); }
@@ -134,9 +133,12 @@ class AleGame {
   void Load(int32_t seed) {
     ale_->setInt("random_seed", seed);
     ale_->loadROM(rom_path_);
-    gray_.Build([this](uint8_t* indices, uint8_t* gray, size_t n) {
-      ale_->theOSystem->colourPalette().applyPaletteGrayscale(gray, indices, n);
-    });
+    ale::ColourPalette& colours = ale_->theOSystem->colourPalette();
+    palette_.Build([&](uint8_t* indices, uint8_t* gray,
+                       size_t n) { colours.applyPaletteGrayscale(gray, indices, n); },
+                   [&](uint8_t* indices, uint8_t* rgb, size_t n) {
+                     colours.applyPaletteRGB(rgb, indices, n);
+                   });
     ApplyModeAndDifficulty();
     loaded_ = true;
   }
@@ -165,8 +167,8 @@ class AleGame {
   std::filesystem::path rom_path_;
   std::unique_ptr<ale::ALEInterface> ale_ = std::make_unique<ale::ALEInterface>();
   ale::ActionVect action_set_;
-  GrayTable gray_;       // the loaded ROM's grayscale palette
-  bool loaded_ = false;  // a ROM is loaded (the first seed loads it)
+  PaletteTables palette_;  // the loaded ROM's palette as tables
+  bool loaded_ = false;    // a ROM is loaded (the first seed loads it)
 };
 
 }  // namespace fastbatch_atari

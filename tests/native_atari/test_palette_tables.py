@@ -1,0 +1,55 @@
+"""fastbatch-atari's palette tables (plugins/atari/src/palette_tables.h): every path (the byte
+loop, AVX-512 VBMI where this CPU has it) gives the tables' gray level or colour of every colour
+index, whole 64-pixel groups and tails alike. The lockstep tests check the default path against
+gymnasium's frames; this checks the path the CPU did not pick too."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.native_builds import compile_plugin
+
+SOURCE = Path(__file__).with_name("palette_tables_shim.cc")
+HEADERS = Path(__file__).parents[2] / "plugins" / "atari" / "src"
+SCALAR, VBMI = 1, 2
+
+
+@pytest.fixture(scope="module")
+def shim(tmp_path_factory):
+    out = tmp_path_factory.mktemp("palette") / "libpalette_tables_shim.so"
+    done = compile_plugin(SOURCE, out, include=str(HEADERS))
+    assert done.returncode == 0, done.stderr
+    library = ctypes.CDLL(str(out))
+    library.palette_apply.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_size_t] + [ctypes.c_int] * 2
+    return library
+
+
+def paths(shim) -> list[int]:
+    return [SCALAR] + ([VBMI] if shim.palette_has_vbmi() else [])
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+@pytest.mark.parametrize("size", [0, 1, 63, 64, 65, 200, 210 * 160])
+def test_every_path_reads_the_tables(shim, channels, size):
+    rng = np.random.default_rng(size)
+    gray = rng.integers(0, 256, 256, dtype=np.uint8)
+    rgb = rng.integers(0, 256, (256, 3), dtype=np.uint8)
+    src = rng.integers(0, 256, size, dtype=np.uint8)
+    src[: min(size, 256)] = np.arange(min(size, 256))  # every index, where the size allows
+    expected = gray[src] if channels == 1 else rgb[src].reshape(-1)
+    for path in paths(shim):
+        dst = np.full(expected.size, 7, np.uint8)
+        shim.palette_apply(
+            gray.ctypes.data,
+            rgb.ctypes.data,
+            src.ctypes.data,
+            dst.ctypes.data,
+            size,
+            channels,
+            path,
+        )
+        np.testing.assert_array_equal(dst, expected, f"path {path}")
