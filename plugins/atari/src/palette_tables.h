@@ -104,25 +104,35 @@ class PaletteTables {
     return k;
   }
 
-  // 64 pixels' r, g and b planes interleaved into three 64-byte vectors: byte q of vector j is
-  // channel (64j + q) % 3 of pixel (64j + q) / 3, taken from the red and green planes by one
-  // permute and, where the channel is blue, from the blue plane by a masked second.
-  FASTBATCH_ATARI_VBMI_TARGET size_t RgbVbmi(const uint8_t* src, uint8_t* dst, size_t n) const {
-    const Vbmi256 red(rgb_[0]), green(rgb_[1]), blue(rgb_[2]);
-    alignas(64) uint8_t red_green[3][64], pixel[3][64];
-    __mmask64 is_blue[3] = {0, 0, 0};
-    for (int j = 0; j < 3; ++j) {
-      for (int q = 0; q < 64; ++q) {
-        const int byte = 64 * j + q, channel = byte % 3;
-        pixel[j][q] = static_cast<uint8_t>(byte / 3);
-        red_green[j][q] = static_cast<uint8_t>(byte / 3 + (channel == 1 ? 64 : 0));
-        if (channel == 2) is_blue[j] |= __mmask64{1} << q;
+  // Where byte q of the j-th 64-byte vector of 64 interleaved pixels comes from: channel
+  // (64j + q) % 3 of pixel (64j + q) / 3; `red_green` indexes the red plane's 64 bytes then
+  // the green plane's, `pixel` the blue plane's, `is_blue` marks the blue bytes.
+  struct Interleave {
+    alignas(64) uint8_t red_green[3][64];
+    alignas(64) uint8_t pixel[3][64];
+    uint64_t is_blue[3] = {0, 0, 0};
+
+    Interleave() {
+      for (int j = 0; j < 3; ++j) {
+        for (int q = 0; q < 64; ++q) {
+          const int byte = 64 * j + q, channel = byte % 3;
+          pixel[j][q] = static_cast<uint8_t>(byte / 3);
+          red_green[j][q] = static_cast<uint8_t>(byte / 3 + (channel == 1 ? 64 : 0));
+          if (channel == 2) is_blue[j] |= uint64_t{1} << q;
+        }
       }
     }
+  };
+
+  // 64 pixels' red, green and blue interleaved into three 64-byte vectors: one permute takes
+  // the red and green bytes, a masked second the blue ones.
+  FASTBATCH_ATARI_VBMI_TARGET size_t RgbVbmi(const uint8_t* src, uint8_t* dst, size_t n) const {
+    static const Interleave interleave;
+    const Vbmi256 red(rgb_[0]), green(rgb_[1]), blue(rgb_[2]);
     __m512i pick_red_green[3], pick_pixel[3];
     for (int j = 0; j < 3; ++j) {
-      pick_red_green[j] = _mm512_load_si512(red_green[j]);
-      pick_pixel[j] = _mm512_load_si512(pixel[j]);
+      pick_red_green[j] = _mm512_load_si512(interleave.red_green[j]);
+      pick_pixel[j] = _mm512_load_si512(interleave.pixel[j]);
     }
     size_t k = 0;
     for (; k + 64 <= n; k += 64) {
@@ -130,8 +140,8 @@ class PaletteTables {
       const __m512i r = red.Look(index), g = green.Look(index), b = blue.Look(index);
       for (int j = 0; j < 3; ++j) {
         const __m512i rg = _mm512_permutex2var_epi8(r, pick_red_green[j], g);
-        _mm512_storeu_si512(dst + 3 * k + 64 * j,
-                            _mm512_mask_permutexvar_epi8(rg, is_blue[j], pick_pixel[j], b));
+        _mm512_storeu_si512(dst + 3 * k + 64 * j, _mm512_mask_permutexvar_epi8(
+                                                      rg, interleave.is_blue[j], pick_pixel[j], b));
       }
     }
     return k;
