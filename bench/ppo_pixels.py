@@ -10,7 +10,9 @@ For every preset, seed and trainer: seconds and env steps until the training ret
 of the last 20 episodes) first reaches the preset's target, the training return at the end,
 the env steps run, the wall-clock seconds and env steps/s over them. fastbatch's figures come
 from the run's progress.csv (a row an update; seconds from the start of `train()`: env and agent
-set-up and tracing included, the final evaluation not), read as ppo.py reads them for its
+set-up and tracing included, the final evaluation not; the env package, e.g. minatar, is
+imported into this process before either trainer's clock starts, so neither pays that import:
+fastbatch's worker processes still import it in its time), read as ppo.py reads them for its
 classic presets; `--set` changes fastbatch's config only, `--steps` both trainers' budgets (the
 default: the preset's `total_steps`, 1M). Writes ``--json`` (default
 ``bench/results/ppo_pixels.json``: every run, rewritten after each) and the summary table beside
@@ -408,6 +410,9 @@ def main(
         changes = [*overrides, *(f"plugins={p}" for p in own)]
         config = resolve(preset, changes)
         budget = steps if steps is not None else config.total_steps
+        # Before any clock: SB3's starts after its env id is registered (sb3_env_id), and the
+        # first fastbatch run of a process would otherwise pay the package's import alone.
+        sb3_env = sb3_env_id(config.env_id, own)
         for seed in seeds:
             ours = run_fastbatch(
                 preset, seed, changes, None, threshold=targets[preset], total_steps=steps
@@ -416,7 +421,7 @@ def main(
             done = [{"preset": preset, "trainer": "fastbatch", **ours}]
             if sb3:
                 theirs = run_sb3(
-                    sb3_env_id(config.env_id, own),
+                    sb3_env,
                     seed,
                     budget,
                     targets[preset],
