@@ -132,12 +132,11 @@ class WorkerSet:
         ``spaces``), then lays out and maps the shared memory (``layout_for(obs_space,
         act_space)``) and hands it to the workers."""
         self._memfd = os.memfd_create("fastbatch-batch", os.MFD_CLOEXEC)
-        local_envs = None
-        for w in range(self.num_workers):
-            if w == 0 and self.in_parent:
-                local_envs = self._make_local_envs()
-            else:
-                self._spawn(w)
+        # The workers first: their interpreters start and import the envs' packages while this
+        # process builds its own block.
+        for w in range(1 if self.in_parent else 0, self.num_workers):
+            self._spawn(w)
+        local_envs = self._make_local_envs() if self.in_parent else None
         messages = [
             spawn.ready_message(local_envs)
             if w == 0 and self.in_parent
