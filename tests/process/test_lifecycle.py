@@ -66,6 +66,32 @@ def test_close_ends_every_worker_and_leaves_nothing_in_dev_shm():
         env.step(np.zeros(4, dtype=np.int64))
 
 
+def children() -> set[int]:
+    """The pids of this process's live children (every thread's, from /proc)."""
+    pids = set()
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children") as f:
+            pids.update(int(pid) for pid in f.read().split())
+    return set(pids_alive(pids))
+
+
+def _fails_in_the_caller():
+    raise RuntimeError("env 0 cannot be built")
+
+
+def test_a_block_the_caller_cannot_build_leaves_no_worker_running():
+    """The workers start before the caller builds its own block (worker_set.py): when that
+    build fails, make raises the env's error and the workers it had started end."""
+    before = children()
+    fns = [_fails_in_the_caller] + [lambda: ScriptedEnv()] * 3
+    with pytest.raises(RuntimeError, match="env 0 cannot be built"):
+        fastbatch.ProcessVectorEnv(fns, num_workers=2, in_parent=True)
+    deadline = time.monotonic() + 10
+    while children() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert children() - before == set()
+
+
 def test_workers_die_with_a_killed_parent(tmp_path):
     script = tmp_path / "parent.py"
     script.write_text(
