@@ -39,20 +39,14 @@ class PaletteTables {
   // The gray levels of the `n` colour indices at `src`, into `dst` (n bytes).
   void Gray(const uint8_t* src, uint8_t* dst, size_t n,
             PalettePath path = PalettePath::kBest) const {
-    size_t k = 0;
-#ifdef FASTBATCH_ATARI_VBMI
-    if (UseVbmi(path)) k = GrayVbmi(src, dst, n);
-#endif
+    size_t k = UseVbmi(path) ? GrayVbmi(src, dst, n) : 0;
     for (; k < n; ++k) dst[k] = gray_[src[k]];
   }
 
   // The colours of the `n` colour indices at `src`, into `dst` (3n bytes: r, g, b a pixel).
   void Rgb(const uint8_t* src, uint8_t* dst, size_t n,
            PalettePath path = PalettePath::kBest) const {
-    size_t k = 0;
-#ifdef FASTBATCH_ATARI_VBMI
-    if (UseVbmi(path)) k = RgbVbmi(src, dst, n);
-#endif
+    size_t k = UseVbmi(path) ? RgbVbmi(src, dst, n) : 0;
     for (; k < n; ++k) {
       for (int c = 0; c < 3; ++c) dst[3 * k + c] = rgb_[c][src[k]];
     }
@@ -146,6 +140,9 @@ class PaletteTables {
     }
     return k;
   }
+#else
+  size_t GrayVbmi(const uint8_t*, uint8_t*, size_t) const { return 0; }  // never called
+  size_t RgbVbmi(const uint8_t*, uint8_t*, size_t) const { return 0; }
 #endif
 
   alignas(64) uint8_t gray_[256] = {};
