@@ -57,6 +57,8 @@ def test_the_process_backend_and_gymnasium_keep_ale_pys_env():
         ({"frameskip": 0}, ValueError, r"frameskip"),
         ({"repeat_action_probability": 1.5}, ValueError, r"repeat_action_probability"),
         ({"sound_obs": True}, TypeError, r"sound_obs"),
+        ({"continuous": True}, TypeError, r"continuous"),  # not offered (plugins/atari/README)
+        ({"frameskip": (2, 5)}, TypeError, r"frameskip.*integer"),  # no stochastic frameskip
     ],
 )
 def test_bad_params_are_refused_with_a_message(kwargs, error, match):
