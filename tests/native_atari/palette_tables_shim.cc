@@ -7,7 +7,7 @@ using fastbatch_atari::PaletteTables;
 
 namespace {
 
-// `gray`: 256 levels; `rgb`: 256 colours, 3 bytes each.
+// `gray`: 256 levels (the table asks for 255 of them); `rgb`: 256 colours, 3 bytes each.
 PaletteTables Tables(const uint8_t* gray, const uint8_t* rgb) {
   PaletteTables tables;
   tables.Build(

@@ -40,7 +40,8 @@ def test_every_path_reads_the_tables(shim, channels, size):
     rgb = rng.integers(0, 256, (256, 3), dtype=np.uint8)
     src = rng.integers(0, 256, size, dtype=np.uint8)
     src[: min(size, 256)] = np.arange(min(size, 256))  # every index, where the size allows
-    expected = gray[src] if channels == 1 else rgb[src].reshape(-1)
+    # Index 255's gray level is 254's (palette_tables.h: ALE's conversion cannot read it).
+    expected = np.append(gray[:255], gray[254])[src] if channels == 1 else rgb[src].reshape(-1)
     for path in paths(shim):
         dst = np.full(expected.size, 7, np.uint8)
         shim.palette_apply(

@@ -23,13 +23,16 @@ enum class PalettePath { kBest = 0, kScalar = 1, kVbmi = 2 };
 class PaletteTables {
  public:
   // `gray_of(indices, out, n)` and `rgb_of(indices, out, n)` convert colour indices as ALE does
-  // (ColourPalette::applyPaletteGrayscale, applyPaletteRGB: 3 bytes a pixel); each is asked
-  // once for all 256 indices.
+  // (ColourPalette::applyPaletteGrayscale, applyPaletteRGB: 3 bytes a pixel), each once.
+  // Colours: all 256 indices. Gray: indices 0-254, and 255 takes 254's level: ALE reads an
+  // index's gray level from the palette entry after it, which for 255 lies past its 256-entry
+  // table (the TIA writes even indices only, so a screen never holds 255).
   template <typename GrayOf, typename RgbOf>
   void Build(GrayOf&& gray_of, RgbOf&& rgb_of) {
     uint8_t indices[256], rgb[3 * 256];
     for (int k = 0; k < 256; ++k) indices[k] = static_cast<uint8_t>(k);
-    gray_of(indices, gray_, size_t{256});
+    gray_of(indices, gray_, size_t{255});
+    gray_[255] = gray_[254];
     rgb_of(indices, rgb, size_t{256});
     for (int k = 0; k < 256; ++k) {
       for (int c = 0; c < 3; ++c) rgb_[c][k] = rgb[3 * k + c];
