@@ -98,6 +98,9 @@ _SMALL_PIXELS = PPOConfig(
     tf_intra_op_threads=0,  # the update's convolutions on every core: 1.4x over one here
 )
 
+# minatar asterix and space_invaders: more updates a sample, a shorter GAE horizon, a faster lr.
+_MINATAR_16_ENVS = {"num_envs": 16, "gae_lambda": 0.9, "learning_rate": 2e-3}
+
 PRESETS: dict[str, PPOConfig] = {
     # cartpole: small nets, short rollouts, many envs (rl-baselines3-zoo's CartPole PPO).
     "cartpole": PPOConfig(
@@ -228,17 +231,18 @@ PRESETS: dict[str, PPOConfig] = {
     # minatar_*: the MinAtar paper's network (cnn="small": 3x3x16 conv, 128 units, linear heads)
     # on its bool 10x10xC frames through the process backend (`pip install minatar`); asterix
     # and space_invaders with 16 envs (twice the gradient steps a sample: asterix's return 5 in
-    # a median 54 s against 72 s with 32 envs, no seed falling back by 1.2M steps; space
-    # invaders' 30 in 0.61-0.77x the steps, 0.36-0.42 of SB3's time against 0.38-0.52;
-    # bench/README.md, "Pixels").
+    # a median 54 s against 72 s with 32 envs; space invaders' 30 in 0.61-0.77x the steps), and
+    # on them GAE lambda 0.9 with lr 2e-3: asterix's 5 in 201-395k steps against 442-547k,
+    # space invaders' 30 in 76-115k against 133-162k, higher final returns (bench/README.md,
+    # "Pixels"; seaquest with the pair, at 32 envs, did worse: 2.65 at 1.2M against 4.00).
     **{
         f"minatar_{key}": _SMALL_PIXELS.replace(env_id=f"MinAtar/{name}-v1", **changes)
         for key, name, changes in (
             ("breakout", "Breakout", {}),
-            ("asterix", "Asterix", {"num_envs": 16}),
+            ("asterix", "Asterix", _MINATAR_16_ENVS),
             ("freeway", "Freeway", {}),
             ("seaquest", "Seaquest", {}),
-            ("space_invaders", "SpaceInvaders", {"num_envs": 16}),
+            ("space_invaders", "SpaceInvaders", _MINATAR_16_ENVS),
         )
     },
     # atari: CleanRL's ppo_atari.py (8 envs x 128 steps, 4 epochs of 4 minibatches, lr 2.5e-4
