@@ -28,7 +28,9 @@ that `FloatFrames` makes channel-first float32 (bool as 0/1, uint8 / 255). Setti
 MinAtar PPO anchor of issue 28 (8 envs x 128 steps, lr 5e-4 constant, 4 epochs of minibatches
 of 256, entropy 0.01, gamma 0.99, GAE 0.95, clip 0.2) over DummyVecEnv with Monitor (SB3's
 make_vec_env; envs seeded seed + i), `--sb3-threads` torch threads (default 1). The fastbatch
-presets anneal their lr of 5e-4 to 0; the rest is the same. SB3's clock starts before its envs
+presets (ppo/presets.py) take 32 envs x 128 steps (asterix and space_invaders 16) in 8
+minibatches, lr 1e-3 annealed to 0 (asterix and space_invaders: 2e-3 and GAE 0.9); the network,
+epochs, entropy, gamma and clip are SB3's. SB3's clock starts before its envs
 are built; its time to target is read by a callback from the Monitor returns (last 20) at every
 env step. SB3 runs the same budget, or stops at the target (`--sb3-stop`) or after
 `--sb3-time-limit` seconds: a run that ends short of the target gives a lower bound on its time.
