@@ -58,7 +58,9 @@ class Shapes:
 PRESETS = {
     "atari_native": Shapes((4, 84, 84), "uint8", 4, "nature", 8, 128, 4, 4, 2.5e-4, 0.1, 0.1, 0.01),
     "minatar_freeway": Shapes((10, 10, 7), "bool", 3, "small", 32, 128, 4, 8, 1e-3, 0.2, 0.0, 0.01),
-    "minatar_asterix": Shapes((10, 10, 4), "bool", 5, "small", 16, 128, 4, 8, 1e-3, 0.2, 0.0, 0.01),
+    "minatar_asterix": Shapes(
+        (10, 10, 4), "bool", 5, "small", 16, 128, 4, 8, 2e-3, 0.2, 0.0, 0.01, gae_lambda=0.9
+    ),
 }
 
 
