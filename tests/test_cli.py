@@ -107,9 +107,14 @@ def test_an_explicit_tf_log_level_wins():
 def test_progress_csv_starts_with_its_header_and_result_json_is_strict(run):
     logdir, done = run
     lines = (logdir / "progress.csv").read_text().splitlines()
-    assert lines[0] == HEADER == "env_steps,seconds,mean_return"
+    assert lines[0] == HEADER == "env_steps,seconds,mean_return,episodes"
     rows = read_progress(logdir / "progress.csv")
     assert rows[:, 0].tolist() == [128, 256, 384, 512] and np.all(np.diff(rows[:, 1]) >= 0)
+    # How many episodes each row's mean covers: none (and a nan mean) until one ends, then
+    # growing to the window (20) and never past it.
+    episodes, means = rows[:, 3], rows[:, 2]
+    assert np.all(np.diff(episodes) >= 0) and 0 < episodes[-1] <= 20 and episodes.min() >= 0
+    assert np.array_equal(np.isnan(means), episodes == 0)
     result = strict_json((logdir / "result.json").read_text())
     assert result["env_steps"] == 512 and result["eval_return"] is not None
     assert strict_json(done.stdout[done.stdout.index("{") :]) == result
@@ -183,21 +188,42 @@ def test_a_video_format_without_its_writer_names_what_to_install(tmp_path):
         )
 
 
-def test_progress_files_without_the_header_still_read_and_plot(tmp_path):
-    old = tmp_path / "old"  # written before the header row existed
-    old.mkdir()
-    (old / "progress.csv").write_text("128,0.500,nan\n256,0.900,21.5000\n")
+def test_progress_files_of_every_form_still_read_and_plot(tmp_path):
+    forms = {
+        "no_header": "",  # written before the header row existed
+        "no_episodes": "env_steps,seconds,mean_return\n",  # before the episodes column
+    }
+    for name, header in forms.items():
+        logdir = tmp_path / name
+        logdir.mkdir()
+        (logdir / "progress.csv").write_text(f"{header}128,0.500,nan\n256,0.900,21.5000\n")
     new = tmp_path / "new"
     new.mkdir()
-    (new / "progress.csv").write_text(f"{HEADER}\n128,0.500,nan\n256,0.900,21.5000\n")
-    for logdir in (old, new):
+    (new / "progress.csv").write_text(f"{HEADER}\n128,0.500,nan,0\n256,0.900,21.5000,3\n")
+    for logdir in (*(tmp_path / name for name in forms), new):
         rows = read_progress(logdir / "progress.csv")
-        assert rows.shape == (2, 3) and rows[1].tolist() == [256, 0.9, 21.5]
+        assert rows.shape == (2, 4) and rows[1, :3].tolist() == [256, 0.9, 21.5]
+        assert rows[1, 3] == 3 if logdir == new else np.isnan(rows[1, 3])
         assert _elapsed(logdir) == 0.9
         plot_curve(logdir / "progress.csv", logdir / "curve.png", resolve("cartpole"))
         assert (logdir / "curve.png").stat().st_size > 0
     (new / "progress.csv").write_text(f"{HEADER}\n")  # a run stopped before its first update
-    assert read_progress(new / "progress.csv").shape == (0, 3) and _elapsed(new) == 0.0
+    assert read_progress(new / "progress.csv").shape == (0, 4) and _elapsed(new) == 0.0
+
+
+def test_a_resume_rewrites_an_older_progress_file_in_todays_columns(run, tmp_path):
+    logdir = tmp_path / "run"
+    shutil.copytree(run[0], logdir)
+    before = read_progress(logdir / "progress.csv")
+    older = "".join(f"{int(s)},{t:.3f},{r:.4f}\n" for s, t, r, _ in before)
+    (logdir / "progress.csv").write_text(f"env_steps,seconds,mean_return\n{older}")
+    done = fastbatch_cli("train", "--resume", str(logdir), "--steps", "640", "--quiet")
+    assert done.returncode == 0, done.stderr
+    lines = (logdir / "progress.csv").read_text().splitlines()
+    assert lines[0] == HEADER and lines.count(HEADER) == 1 and len(lines) == 1 + 5
+    rows = read_progress(logdir / "progress.csv")
+    np.testing.assert_allclose(rows[:4, :3], before[:, :3], atol=1e-3)
+    assert np.isnan(rows[:4, 3]).all() and rows[4, 0] == 640 and 0 < rows[4, 3] <= 20
 
 
 def test_result_json_has_null_where_no_episode_ended(tmp_path):

@@ -6,10 +6,12 @@ Layout of a run directory:
     progress.csv    a row per update (below)     policy/       SavedModel (export.py: raw obs, state -> action, state)
     result.json     final figures (strict JSON: null where a figure is missing or NaN)
 
-progress.csv starts with the header row ``env_steps,seconds,mean_return`` (files written
-before it had none; both are read): env steps so far, wall-clock seconds since the run began
-(summed over resumes), and the mean training return of the last ``return_window`` episodes
-(``nan`` until an episode ends).
+progress.csv starts with the header row ``env_steps,seconds,mean_return,episodes``: env steps
+so far, wall-clock seconds since the run began (summed over resumes), the mean training return
+of the last ``return_window`` episodes (``nan`` until an episode ends), and how many episodes
+that mean covers (fewer than ``return_window`` until that many have ended, so a reader can hold
+a curve to "the last 20 episodes" as SB3's Monitor does). Older files (no header, or one without
+``episodes``) are read with ``nan`` episodes, and a resume rewrites such a file in this form.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from .config import PPOConfig
 from .distribute import WORKER_SEED_STRIDE, Cluster, LocalSync, connect
 from .export import Player, export_policy, run_episodes
 
-PROGRESS_COLUMNS = ("env_steps", "seconds", "mean_return")
+PROGRESS_COLUMNS = ("env_steps", "seconds", "mean_return", "episodes")
 
 
 def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = None):
@@ -206,6 +208,7 @@ def _run(config, logdir, sync, resume, total_steps, progress, max_updates, start
     curve_file = logdir / "progress.csv"
     if not resume and curve_file.exists():
         curve_file.unlink()
+    _upgrade_progress(curve_file)  # a resume appends rows of today's columns
     bar = _Progress(total_updates * steps_per_update, done_updates * steps_per_update, progress)
     elapsed_before = _elapsed(logdir) if resume else 0.0
     metrics: dict[str, float] = {}
@@ -246,7 +249,7 @@ def _run(config, logdir, sync, resume, total_steps, progress, max_updates, start
             for name, value in agent.rollout.agent_returns(config.return_window).items():
                 metrics[f"episode/return/{name}"] = value  # this worker's episodes
             summaries(env_steps, metrics)
-            curve.writerow([env_steps, f"{seconds:.3f}", f"{mean_return:.4f}"])
+            curve.writerow(_progress_row(env_steps, seconds, mean_return, len(window)))
             bar.update(steps_per_update, ret=f"{mean_return:.1f}", sps=f"{metrics['sps']:.0f}")
             if config.anneal_lr:
                 agent.optimizer.lr.assign(
@@ -322,13 +325,36 @@ class _SummaryWriter:
 
 
 def read_progress(csv_file: Path) -> np.ndarray:
-    """The rows of a progress.csv as floats ``[rows, 3]`` (see PROGRESS_COLUMNS), with or
-    without the header row (runs written before it had none); no file gives no rows."""
+    """The rows of a progress.csv as floats ``[rows, 4]`` (see PROGRESS_COLUMNS); a file written
+    before a column existed (no header, or a header without ``episodes``) reads ``nan`` there.
+    No file gives no rows."""
     lines = csv_file.read_text().split() if csv_file.exists() else []
-    if lines and lines[0] == ",".join(PROGRESS_COLUMNS):
-        lines = lines[1:]
+    if lines and not lines[0][:1].isdigit():
+        lines = lines[1:]  # the header row, of any version
     rows = [[float(x) for x in line.split(",")] for line in lines]
+    rows = [row + [math.nan] * (len(PROGRESS_COLUMNS) - len(row)) for row in rows]
     return np.array(rows, dtype=np.float64).reshape(-1, len(PROGRESS_COLUMNS))
+
+
+def _upgrade_progress(csv_file: Path) -> None:
+    """Rewrites a progress.csv of an older form (see read_progress) with PROGRESS_COLUMNS, so
+    that the rows a resume appends match its header."""
+    if not csv_file.exists():
+        return
+    with csv_file.open(newline="") as existing:
+        if existing.readline().rstrip("\r\n") == ",".join(PROGRESS_COLUMNS):
+            return
+    rows = read_progress(csv_file)
+    with csv_file.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(PROGRESS_COLUMNS)
+        writer.writerows(_progress_row(*row) for row in rows)
+
+
+def _progress_row(env_steps, seconds, mean_return, episodes) -> list:
+    """One progress.csv row (PROGRESS_COLUMNS) as written; `episodes` nan where not known."""
+    count = "nan" if math.isnan(episodes) else int(episodes)
+    return [int(env_steps), f"{seconds:.3f}", f"{mean_return:.4f}", count]
 
 
 def _elapsed(logdir: Path) -> float:
