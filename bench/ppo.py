@@ -147,9 +147,12 @@ ZOO = {
 }
 
 
-def first_crossing(rows, threshold):
-    for steps, seconds, ret in rows:
-        if not math.isnan(ret) and ret >= threshold:
+def first_crossing(rows, threshold, window):
+    """(env steps, seconds) of the first progress.csv row whose mean return over `window`
+    episodes reaches `threshold`: rows whose mean covers fewer episodes do not count, as SB3's
+    rows here need 20 finished episodes."""
+    for steps, seconds, ret, episodes in rows:
+        if not math.isnan(ret) and ret >= threshold and episodes >= window:
             return steps, seconds
     return None, None
 
@@ -179,7 +182,7 @@ def run_fastbatch(
         else:
             result = launch(config, logdir, workers=workers, progress=False)
         rows = read_progress(Path(logdir) / "progress.csv").tolist()
-    steps, seconds = first_crossing(rows, threshold)
+    steps, seconds = first_crossing(rows, threshold, config.return_window)
     return {
         "env": config.env_id,
         "seed": seed,

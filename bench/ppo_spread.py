@@ -85,7 +85,10 @@ def run_fastbatch(
     with tempfile.TemporaryDirectory() as logdir:
         result = train(config, logdir, progress=False)
         rows = read_progress(Path(logdir) / "progress.csv").tolist()
-    hits = [next(((s, t) for s, t, r in rows if r == r and r >= bar), (None, None)) for bar in bars]
+    hits = [
+        next(((s, t) for s, t, r, n in rows if r >= bar and n >= WINDOW), (None, None))
+        for bar in bars  # a bar counts once the mean covers the whole window (WINDOW episodes)
+    ]
     return {
         "seed": seed,
         "steps": result["env_steps"],
