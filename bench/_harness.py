@@ -288,6 +288,20 @@ def medians(runs: Mapping[str, Iterable[float | None]]) -> dict[str, float | Non
     return {name: median(values) for name, values in runs.items()}
 
 
+# -------------------------------------------------------------------- training curves
+def first_crossing(
+    rows: Iterable[Sequence[float]], threshold: float, window: int
+) -> tuple[float, float] | tuple[None, None]:
+    """(env steps, seconds) of the first progress.csv row (fastbatch.ppo.train's
+    PROGRESS_COLUMNS) whose mean return reaches `threshold` over a whole `window` of episodes, or
+    (None, None). A mean of fewer episodes does not count, as SB3's Monitor rows here always
+    cover a whole window."""
+    for steps, seconds, mean_return, episodes in rows:
+        if mean_return >= threshold and episodes >= window:  # False for a nan mean or count
+            return steps, seconds
+    return None, None
+
+
 # ------------------------------------------------------------------------------- formatting
 def format_rate(x: float | None) -> str:
     """A rate (per second) in three or four significant figures: ``1.23M``, ``45.6k``,

@@ -147,16 +147,6 @@ ZOO = {
 }
 
 
-def first_crossing(rows, threshold, window):
-    """(env steps, seconds) of the first progress.csv row whose mean return over `window`
-    episodes reaches `threshold`: rows whose mean covers fewer episodes do not count, as SB3's
-    rows here need 20 finished episodes."""
-    for steps, seconds, ret, episodes in rows:
-        if not math.isnan(ret) and ret >= threshold and episodes >= window:
-            return steps, seconds
-    return None, None
-
-
 def run_fastbatch(
     preset: str,
     seed: int,
@@ -182,7 +172,7 @@ def run_fastbatch(
         else:
             result = launch(config, logdir, workers=workers, progress=False)
         rows = read_progress(Path(logdir) / "progress.csv").tolist()
-    steps, seconds = first_crossing(rows, threshold, config.return_window)
+    steps, seconds = harness.first_crossing(rows, threshold, config.return_window)
     return {
         "env": config.env_id,
         "seed": seed,

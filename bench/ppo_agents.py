@@ -85,8 +85,7 @@ def run_fastbatch(seed: int, steps: int, overrides: list[str], target: float) ->
     with tempfile.TemporaryDirectory() as logdir:
         result = train(config, logdir, progress=False)
         rows = read_progress(Path(logdir) / "progress.csv").tolist()
-    # A target counts once the mean covers the whole window (progress.csv's episodes column).
-    hit = next(((s, t) for s, t, r, n in rows if r >= target and n >= WINDOW), (None, None))
+    hit = harness.first_crossing(rows, target, WINDOW)
     return {
         "seed": seed,
         "steps": result["env_steps"],

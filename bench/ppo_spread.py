@@ -85,10 +85,7 @@ def run_fastbatch(
     with tempfile.TemporaryDirectory() as logdir:
         result = train(config, logdir, progress=False)
         rows = read_progress(Path(logdir) / "progress.csv").tolist()
-    hits = [
-        next(((s, t) for s, t, r, n in rows if r >= bar and n >= WINDOW), (None, None))
-        for bar in bars  # a bar counts once the mean covers the whole window (WINDOW episodes)
-    ]
+    hits = [harness.first_crossing(rows, bar, WINDOW) for bar in bars]
     return {
         "seed": seed,
         "steps": result["env_steps"],

@@ -3,6 +3,7 @@ gets, its network against fastbatch's small torso, the seed-by-seed verdict and 
 report from fake runs."""
 
 import json
+import sys
 
 import gymnasium
 import numpy as np
@@ -30,16 +31,16 @@ def test_targets_default_and_take_a_preset_a_game_or_every_preset():
 def test_a_target_counts_for_fastbatch_only_once_its_mean_covers_the_whole_window():
     # SB3's rows here need 20 finished episodes; fastbatch's progress.csv says how many its
     # mean covers, and a mean of fewer (freeway's first 16 episodes at 8 envs) does not count.
-    ppo = load_bench_script("ppo")
+    harness = sys.modules["_harness"]  # loaded with the bench scripts
     rows = [
         [128, 1.0, float("nan"), 0],
         [256, 2.0, 13.0, 16],
         [384, 3.0, 11.0, 20],
         [512, 4.0, 12.5, 20],
     ]
-    assert ppo.first_crossing(rows, 12.0, 20) == (512, 4.0)
-    assert ppo.first_crossing(rows, 12.0, 16) == (256, 2.0)
-    assert ppo.first_crossing(rows, 14.0, 20) == (None, None)
+    assert harness.first_crossing(rows, 12.0, 20) == (512, 4.0)
+    assert harness.first_crossing(rows, 12.0, 16) == (256, 2.0)
+    assert harness.first_crossing(rows, 14.0, 20) == (None, None)
 
 
 class _Frames(gymnasium.Env):
