@@ -1,6 +1,7 @@
 # fastbatch's CMake package, for native env plugins built out of tree.
 #
 #   find_package(fastbatch CONFIG REQUIRED)   # with -Dfastbatch_DIR="$(python -m fastbatch --cmakedir)"
+#                                             # (or -Dfastbatch_DIR=<fastbatch checkout>/src/cmake)
 #   fastbatch_add_env(my_env my_env.cc)       # a loadable module exporting FASTBATCH_EXPORT_ENVS(...)
 #
 # Provides the interface target fastbatch::headers (the public headers, C++17), the variables
@@ -11,9 +12,28 @@
 # (-ffp-contract=off -fno-fast-math, as fastbatch's own envs): a fused multiply-add rounds
 # differently from NumPy's separate multiply and add, so results would stop being bit-exact
 # across compilers and against Python references.
-get_filename_component(_fastbatch_root "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
-set(fastbatch_INCLUDE_DIR "${_fastbatch_root}/include")
-set(fastbatch_ABI_VERSION 6)
+#
+# The package works from two places, told apart by where the headers are: installed
+# (<package>/share/cmake/fastbatch, headers in <package>/include) and the source tree
+# (src/cmake, headers in src/cpp/include; no version file there, so find_package without a
+# version). Plugin libraries are checked against the ABI when fastbatch loads them, not here.
+if(EXISTS "${CMAKE_CURRENT_LIST_DIR}/../cpp/include/fastbatch/abi.h")
+  get_filename_component(fastbatch_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../cpp/include" ABSOLUTE)
+elseif(EXISTS "${CMAKE_CURRENT_LIST_DIR}/../../../include/fastbatch/abi.h")
+  get_filename_component(fastbatch_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../../../include"
+                         ABSOLUTE)
+else()
+  set(fastbatch_FOUND FALSE)
+  string(CONCAT fastbatch_NOT_FOUND_MESSAGE
+    "${CMAKE_CURRENT_LIST_FILE} finds fastbatch's headers neither at ../cpp/include (source "
+    "tree) nor at ../../../include (installed)")
+  return()
+endif()
+# The ABI version the headers declare (FASTBATCH_ABI_VERSION in fastbatch/abi.h).
+file(STRINGS "${fastbatch_INCLUDE_DIR}/fastbatch/abi.h" fastbatch_ABI_VERSION
+     REGEX "^#define FASTBATCH_ABI_VERSION [0-9]+")
+string(REGEX REPLACE "^#define FASTBATCH_ABI_VERSION ([0-9]+).*" "\\1" fastbatch_ABI_VERSION
+       "${fastbatch_ABI_VERSION}")
 
 if(NOT TARGET fastbatch::headers)
   add_library(fastbatch::headers INTERFACE IMPORTED)

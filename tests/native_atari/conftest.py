@@ -1,5 +1,5 @@
 """Skip the package's tests where fastbatch-atari is not installed (``pip install
---no-build-isolation ./plugins/atari``), unless FASTBATCH_REQUIRE_ATARI=1 asks for them."""
+./plugins/atari``, or its wheel), unless FASTBATCH_REQUIRE_ATARI=1 asks for them."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def pytest_collection_modifyitems(config, items):
     if os.environ.get("FASTBATCH_REQUIRE_ATARI") == "1":
         raise pytest.UsageError(
             "FASTBATCH_REQUIRE_ATARI=1 but fastbatch_atari is not installed: "
-            "pip install --no-build-isolation ./plugins/atari"
+            "pip install ./plugins/atari"
         )
     skip = pytest.mark.skip(reason="fastbatch-atari is not installed (plugins/atari)")
     for item in items:
