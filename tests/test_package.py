@@ -68,6 +68,8 @@ def test_compiling_on_first_use_names_what_failed(tmp_path, monkeypatch):
     monkeypatch.delenv("CXX")
     source = tmp_path / "bad.cc"
     source.write_text("this is not C++\n")
-    with pytest.raises(RuntimeError, match=r"(?s)compiling a test failed:\n.*error"):
+    with pytest.raises(
+        RuntimeError, match=r"(?s)compiling a test failed: .* exited with status 1:\n.*error"
+    ):
         compile_shared(tmp_path / "out.so", [str(source)], "a test")
     assert list(tmp_path.glob("*.so")) == []  # no partial file left behind

@@ -46,15 +46,13 @@ def gae_reference(values, rewards, terminated, truncated, final_values, last_val
     return adv, adv + values
 
 
-@pytest.mark.parametrize("switch, enabled", [(None, True), ("0", False)])
-def test_the_trainer_leaves_tensorflows_onednn_switch_to_the_user(switch, enabled):
-    """README, Limitations: oneDNN stays on (a CNN update is 2x faster with it) unless the user
-    sets TF_ENABLE_ONEDNN_OPTS=0, which still applies when fastbatch.ppo is imported first."""
+def _onednn_enabled(first_import: str, switch: str | None) -> bool:
+    """TensorFlow's IsMklEnabled() in a fresh process that imports `first_import` first."""
     env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
     if switch is not None:
         env["TF_ENABLE_ONEDNN_OPTS"] = switch
     code = (
-        "import fastbatch.ppo\n"
+        f"import {first_import}\n"
         "from tensorflow.python.util import _pywrap_util_port\n"
         "print(_pywrap_util_port.IsMklEnabled())"
     )
@@ -66,7 +64,18 @@ def test_the_trainer_leaves_tensorflows_onednn_switch_to_the_user(switch, enable
         check=True,
         timeout=120,
     )
-    assert out.stdout.split()[-1] == str(enabled)
+    return out.stdout.split()[-1] == "True"
+
+
+@pytest.mark.parametrize("switch", [None, "0", "1"])
+def test_the_trainer_leaves_tensorflows_onednn_switch_to_the_user(switch):
+    """README, Limitations: fastbatch never sets TF_ENABLE_ONEDNN_OPTS. Its default is
+    TensorFlow's, which depends on the CPU (on where it has AVX-512 VNNI/BF16 or AMX, off on an
+    AVX2-only one), so the rule asserted is "as plain TensorFlow decides", on any machine; a
+    user's setting still applies when fastbatch.ppo is imported first."""
+    assert _onednn_enabled("fastbatch.ppo", switch) == _onednn_enabled("tensorflow", switch)
+    if switch == "0":
+        assert not _onednn_enabled("fastbatch.ppo", switch)
 
 
 def test_gae_handles_termination_and_truncation_like_the_numpy_reference():
@@ -330,7 +339,7 @@ def test_env_kwargs_reach_the_env_and_round_trip_through_json(tmp_path):
 def test_the_rollout_op_and_the_numpy_function_path_collect_the_same_rollouts(env_id):
     from fastbatch.ppo import tf_op
 
-    assert tf_op.load() is not None, "the rollout op must build where the tests run (g++ is there)"
+    assert tf_op.load() is not None, "the prebuilt op must load"
     config = resolve(env_id, **TINY)
     agents = []
     for use_op in (True, False):

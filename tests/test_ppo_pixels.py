@@ -109,6 +109,14 @@ def test_cnn_dtype_auto_follows_the_cpus_bfloat16_flags(tmp_path, monkeypatch):
     cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2\n")
     assert not bfloat16_is_native(str(cpuinfo))
     assert not bfloat16_is_native(str(tmp_path / "missing"))
+    # Forced off (the fallback every machine tests): the flag is there, float32 is chosen.
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx512f avx512_bf16 amx_bf16\n")
+    for off in ("avx512_bf16,amx_bf16", "all"):
+        monkeypatch.setenv("FASTBATCH_DISABLE_CPU_FEATURES", off)
+        assert not bfloat16_is_native(str(cpuinfo))
+    monkeypatch.setenv("FASTBATCH_DISABLE_CPU_FEATURES", "avx512_bf16")
+    assert bfloat16_is_native(str(cpuinfo))  # amx_bf16 still on
+    monkeypatch.delenv("FASTBATCH_DISABLE_CPU_FEATURES")
     monkeypatch.setattr("fastbatch.ppo.torsos.bfloat16_is_native", lambda: False)
     assert make_torso("small", (10, 10, 4), "auto", 0, dtype="auto").dtype == tf.float32
     monkeypatch.setattr("fastbatch.ppo.torsos.bfloat16_is_native", lambda: True)

@@ -63,7 +63,7 @@ def collect(env_id: str, use_op: bool, **params):
 
 
 def assert_same_rollouts(env_id: str, **params) -> Rollout:
-    assert tf_op.load() is not None, "the rollout op must build where the tests run (g++ is there)"
+    assert tf_op.load() is not None, "the prebuilt op must load"
     op, op_seen = collect(env_id, True, **params)
     fallback, fallback_seen = collect(env_id, False, **params)
     assert op.uses_op and not fallback.uses_op

@@ -33,7 +33,10 @@ def compile_shared(target: Path, flags: list[str], what: str) -> Path:
         return target
     compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
     if compiler is None:
-        raise RuntimeError(f"building {what} needs a C++ compiler (set CXX)")
+        raise RuntimeError(
+            f"building {what} needs a C++ compiler, and none was found (no CXX set, no c++ or "
+            f"g++ on PATH): install one (e.g. apt-get install g++) or set CXX to its path"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".so", delete=False) as tmp:
         partial = Path(tmp.name)
@@ -45,6 +48,11 @@ def compile_shared(target: Path, flags: list[str], what: str) -> Path:
         raise RuntimeError(f"building {what}: cannot run the compiler {compiler!r}: {exc}") from exc
     if done.returncode != 0:
         partial.unlink(missing_ok=True)
-        raise RuntimeError(f"compiling {what} failed:\n{done.stderr[-3000:]}")
+        output = (done.stdout + done.stderr).strip()[-3000:]
+        if not output:
+            output = "(the compiler printed nothing)"
+        raise RuntimeError(
+            f"compiling {what} failed: {compiler} exited with status {done.returncode}:\n{output}"
+        )
     os.replace(partial, target)
     return target

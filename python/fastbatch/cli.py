@@ -7,7 +7,7 @@ fastbatch train ... --workers N                (data-parallel: N worker processe
 fastbatch train ... --cluster FILE [--task I]  (one worker of a cluster; or set TF_CONFIG)
 fastbatch eval <saved-policy-dir> --env ID [--episodes K] [--video FILE] [--plugin LIB ...]
                [--import MODULE[:FUNCTION] ...]
-fastbatch --includedir | --cmakedir | --version
+fastbatch --includedir | --cmakedir | --version | --info
 
 TensorFlow's C++ start-up log (CUDA probing, CPU features) is hidden unless you set
 TF_CPP_MIN_LOG_LEVEL yourself (0 shows everything).
@@ -238,6 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--includedir", action="store_true", help="print the public header folder")
     parser.add_argument("--cmakedir", action="store_true", help="print the CMake package folder")
     parser.add_argument("--version", action="store_true", help="print the fastbatch version")
+    parser.add_argument(
+        "--info",
+        action="store_true",
+        help="print versions, CPU features used, the build and the native libraries loaded "
+        "(paste it into bug reports)",
+    )
     sub = parser.add_subparsers(dest="command")
     t = sub.add_parser("train", help="train a policy with BatchPPO")
     t.add_argument("target", nargs="?", help="a preset name or an env id")
@@ -305,6 +311,10 @@ def main(argv: list[str] | None = None) -> int:
         print(fastbatch.get_cmake_dir())
     elif args.version:
         print(fastbatch.__version__)
+    elif args.info:
+        from fastbatch.info import report
+
+        print(report())
     elif args.command == "train":
         return _train(args)
     elif args.command == "eval":

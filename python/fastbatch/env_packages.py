@@ -42,6 +42,7 @@ __all__ = [
     "load_env_sources",
     "load_plugins",
     "native_kwargs",
+    "native_packages",
     "register_native_package_for",
     "register_package_for",
     "run_imports",
@@ -110,7 +111,7 @@ def register_native_package_for(env_id: Any) -> str | None:
     otherwise."""
     if not isinstance(env_id, str):
         return None
-    for entry in _native_packages():
+    for entry in native_packages():
         try:
             module = entry.load()
             owns = env_id.startswith(tuple(getattr(module, "ID_PREFIXES", ())))
@@ -133,7 +134,7 @@ def native_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     """`kwargs` as the native env package that owns `env_id` takes them: through its module's
     ``native_kwargs(env_id, kwargs)`` when it has one; unchanged otherwise, and for ids no
     package owns. Only packages already imported are asked (registering imports them)."""
-    for entry in _native_packages():
+    for entry in native_packages():
         if entry.module not in sys.modules:
             continue
         module = entry.load()
@@ -143,7 +144,8 @@ def native_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def _native_packages() -> tuple[metadata.EntryPoint, ...]:
+def native_packages() -> tuple[metadata.EntryPoint, ...]:
+    """The installed native env packages: the entry points of the ``fastbatch.envs`` group."""
     global _NATIVE_PACKAGES
     if _NATIVE_PACKAGES is None:
         _NATIVE_PACKAGES = tuple(metadata.entry_points(group="fastbatch.envs"))

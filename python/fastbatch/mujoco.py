@@ -1,18 +1,24 @@
-"""fastbatch's native MuJoCo envs: gymnasium 1.x's v5 envs in C++, built on first use.
+"""fastbatch's native MuJoCo envs: gymnasium 1.x's v5 envs in C++, prebuilt with the wheel.
 
-The envs (``ENV_IDS``) are one plugin library on the public env contract, whose C++ sources ship
-inside the package (``mujoco_src/``). :func:`build` compiles it against the installed ``mujoco``
-wheel's headers and ``libmujoco`` and gymnasium's XML assets (about 5 s), and caches it under
-``$XDG_CACHE_HOME/fastbatch/mujoco-<mujoco>-fb-<fastbatch>-<hash>/`` (written atomically), so a
-new mujoco or fastbatch version builds its own. ``FASTBATCH_MUJOCO_CXXFLAGS`` adds compiler flags
-(CI's sanitizer passes build an instrumented library this way; the flags are part of the hash). :func:`register` loads and registers the ids;
+The envs (``ENV_IDS``) are one plugin library on the public env contract,
+``fastbatch/fastbatch_mujoco.so``, compiled with fastbatch against the mujoco-core version that
+the ``mujoco`` extra pins (``_build_info.json`` records it) and linked to that wheel's
+``libmujoco``: no compiler is needed at run time. Either ``mujoco-core`` alone or the ``mujoco``
+meta package over it will do. :func:`register` loads and registers the ids;
 ``fastbatch.make("HalfCheetah-v5", ...)`` calls it, so the native envs replace the process
-backend for these ids whenever mujoco is installed (``backend="process"`` still runs
-gymnasium's own envs).
+backend for these ids whenever MuJoCo is installed (``backend="process"`` still runs gymnasium's
+own envs). gymnasium's XML assets are found at run time.
 
-A missing mujoco, one older than ``MIN_MUJOCO``, or a library built against another mujoco than
-the one installed raises :class:`MujocoUnavailableError` naming the ``mujoco`` extra and both
-versions, never a crash.
+Another MuJoCo than the one built against is refused with both versions named, unless the user
+opts in to compiling the envs on first use against the installed one: ``FASTBATCH_MUJOCO_BUILD=1``
+(needs a C++ compiler; :func:`build` caches the library under
+``$XDG_CACHE_HOME/fastbatch/mujoco-<mujoco>-fb-<fastbatch>-<hash>/``, written atomically;
+``FASTBATCH_MUJOCO_CXXFLAGS`` adds compiler flags, part of the hash). A fastbatch built without
+MuJoCo (Python 3.10) compiles only that way.
+
+Every failure is a :class:`MujocoUnavailableError` that says what to install or set, never a
+crash: no MuJoCo, a MuJoCo of another version, no compiler or a failed compile (with the
+compiler's output).
 
 Kwargs are gymnasium's v5 kwargs, checked as typed params (``ValueError``/``TypeError`` naming
 the param). A ``(low, high)`` range kwarg such as ``healthy_z_range`` becomes two params,
@@ -32,8 +38,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from fastbatch import _core
+from fastbatch import _core, _mujoco_dist
 from fastbatch._args import strip_namespace
+from fastbatch._build_info import build_info, package_dir
 from fastbatch._compile import compile_shared, package_version
 from fastbatch.plugins import register_native_env
 from fastbatch.registry import NativeEnvSpec
@@ -44,7 +51,9 @@ __all__ = [
     "MujocoUnavailableError",
     "build",
     "drop_default_timer",
+    "installed",
     "is_mujoco_id",
+    "library_path",
     "native_kwargs",
     "register",
 ]
@@ -62,8 +71,9 @@ ENV_IDS = (
     "Swimmer-v5",
     "Walker2d-v5",
 )
-MIN_MUJOCO = (3, 0)
+MIN_MUJOCO = (3, 0)  # the oldest MuJoCo the opt-in compile on first use takes
 _EXTRA = "pip install 'fastbatch[mujoco]'"
+_OPT_IN = "FASTBATCH_MUJOCO_BUILD"  # "1": compile the envs against the installed MuJoCo
 _LOCK = threading.Lock()
 _registered: list[str] = []
 _library: list[ctypes.CDLL] = []  # the loaded env library, once registered
@@ -86,34 +96,55 @@ def _sources() -> Path:
     return Path(__file__).resolve().parents[2] / "src" / "cpp" / "mujoco"  # a source tree
 
 
+def installed() -> _mujoco_dist.MujocoInstall:
+    """The installed MuJoCo library (mujoco-core's, or a pre-4.0 mujoco's): its distribution,
+    version, headers and libmujoco. MujocoUnavailableError when there is none."""
+    try:
+        found = _mujoco_dist.find()
+    except FileNotFoundError as exc:
+        raise MujocoUnavailableError(str(exc)) from None
+    if found is None:
+        built = build_info().get("mujoco")
+        pin = f"mujoco-core=={built}" if built else "mujoco-core"
+        raise MujocoUnavailableError(
+            f"fastbatch's native MuJoCo envs need MuJoCo, which is not installed: {_EXTRA}, "
+            f"or pip install '{pin}' (or the mujoco package, which installs it)"
+        )
+    return found
+
+
 def _mujoco() -> tuple[str, Path, Path]:
-    """(version, include directory, libmujoco path) of the installed mujoco wheel."""
-    try:  # the installed distribution, not whatever `mujoco` module sys.path finds first
-        dist = importlib.metadata.distribution("mujoco")
-    except importlib.metadata.PackageNotFoundError:
-        dist = None
-    if dist is None:
+    """(version, include directory, libmujoco path) of the installed MuJoCo."""
+    found = installed()
+    return found.version, found.include, found.library
+
+
+def library_path() -> Path:
+    """The MuJoCo env library to load for the installed MuJoCo: the prebuilt one when it was
+    built for this version, else (with FASTBATCH_MUJOCO_BUILD=1) one compiled on first use.
+
+    Raises MujocoUnavailableError naming both versions and both ways out otherwise."""
+    found = installed()
+    built = build_info().get("mujoco")
+    prebuilt = package_dir() / "fastbatch_mujoco.so"
+    if os.environ.get(_OPT_IN) == "1":
+        return build()
+    if built == found.version and prebuilt.is_file():
+        return prebuilt
+    compile_hint = (
+        f"or set {_OPT_IN}=1 to compile them against mujoco {found.version} on first use "
+        f"(needs a C++ compiler)"
+    )
+    if built is None or not prebuilt.is_file():
         raise MujocoUnavailableError(
-            f"fastbatch's native MuJoCo envs need the mujoco package, which is not installed: "
-            f"{_EXTRA} (mujoco >= {'.'.join(map(str, MIN_MUJOCO))})"
+            f"this fastbatch was built without its MuJoCo envs (no mujoco-core at build time); "
+            f"{compile_hint}"
         )
-    version = dist.version
-    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-    if parts < MIN_MUJOCO:
-        raise MujocoUnavailableError(
-            f"fastbatch's native MuJoCo envs need mujoco >= {'.'.join(map(str, MIN_MUJOCO))}, "
-            f"but mujoco {version} is installed: {_EXTRA} --upgrade"
-        )
-    root = Path(dist.locate_file("mujoco"))
-    libraries = sorted(root.glob("libmujoco.so*"))
-    include = root / "include"
-    if not libraries or not (include / "mujoco" / "mujoco.h").is_file():
-        raise MujocoUnavailableError(
-            f"the mujoco {version} package at {root} ships no libmujoco.so and C headers; "
-            f"reinstall it: {_EXTRA} --force-reinstall"
-        )
-    exact = [p for p in libraries if p.name == f"libmujoco.so.{version}"]
-    return version, include, (exact or libraries)[-1]
+    raise MujocoUnavailableError(
+        f"mujoco {found.version} is installed ({found.distribution}), but this fastbatch's MuJoCo "
+        f"envs were built for mujoco {built}: pip install 'mujoco-core=={built}' "
+        f"(what {_EXTRA} installs), {compile_hint}"
+    )
 
 
 def _assets() -> Path:
@@ -134,11 +165,18 @@ def _cache_dir(version: str, inputs: list[Path], assets: Path, flags: list[str])
 
 
 def build() -> Path:
-    """Compiles the MuJoCo env library if it is not cached; returns its path.
+    """Compiles the MuJoCo env library against the installed MuJoCo if it is not cached;
+    returns its path. The opt-in path (FASTBATCH_MUJOCO_BUILD=1): the wheel's own is prebuilt.
 
-    Raises MujocoUnavailableError (no usable mujoco) or RuntimeError (no compiler, or the build
-    failed, with the compiler's message)."""
+    Raises MujocoUnavailableError: no usable MuJoCo, no compiler, or the compile failed (with the
+    compiler's message)."""
     version, include, library = _mujoco()
+    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    if parts < MIN_MUJOCO:
+        raise MujocoUnavailableError(
+            f"fastbatch's native MuJoCo envs need mujoco >= {'.'.join(map(str, MIN_MUJOCO))}, "
+            f"but mujoco {version} is installed: {_EXTRA} --upgrade"
+        )
     assets = _assets()
     sources = _sources()
     headers = Path(_core.__file__).parent / "include"
@@ -146,22 +184,24 @@ def build() -> Path:
     inputs += sorted((headers / "fastbatch").glob("*.h"))
     flags = shlex.split(os.environ.get("FASTBATCH_MUJOCO_CXXFLAGS", ""))
     target = _cache_dir(version, inputs, assets, flags) / "fastbatch_mujoco.so"
-    return compile_shared(
-        target,
-        [
-            "-ffp-contract=off",  # gymnasium's float64 arithmetic, operation by operation
-            "-fno-fast-math",
-            f"-I{headers}",
-            f"-I{include}",
-            f'-DFASTBATCH_MUJOCO_ASSETS="{assets}"',
-            *flags,
-            str(sources / "plugin.cc"),
-            f"-L{library.parent}",
-            f"-l:{library.name}",
-            f"-Wl,-rpath,{library.parent}",
-        ],
-        "fastbatch's MuJoCo envs",
-    )
+    try:
+        return compile_shared(
+            target,
+            [
+                "-ffp-contract=off",  # gymnasium's float64 arithmetic, operation by operation
+                "-fno-fast-math",
+                f"-I{headers}",
+                f"-I{include}",
+                *flags,
+                str(sources / "plugin.cc"),
+                f"-L{library.parent}",
+                f"-l:{library.name}",
+                f"-Wl,-rpath,{library.parent}",
+            ],
+            f"fastbatch's MuJoCo envs against mujoco {version} ({_OPT_IN}=1)",
+        )
+    except RuntimeError as exc:
+        raise MujocoUnavailableError(str(exc)) from exc
 
 
 def _version_name(code: int) -> str:
@@ -175,8 +215,11 @@ def register() -> list[str]:
     ``fastbatch.list_envs()`` know them."""
     with _LOCK:
         if not _registered:
-            version, _, _ = _mujoco()
-            path = build()
+            version, _, libmujoco = _mujoco()
+            path = library_path()
+            # libmujoco by its path first: the env library's DT_NEEDED then binds to it by
+            # soname, wherever mujoco-core lies relative to fastbatch.
+            ctypes.CDLL(str(libmujoco))
             library = ctypes.CDLL(str(path))
             built = _version_name(library.fastbatch_mujoco_header_version())
             if built != version:
@@ -184,6 +227,7 @@ def register() -> list[str]:
                     f"fastbatch's MuJoCo envs at {path} were built against mujoco {built}, but "
                     f"mujoco {version} is installed: {_EXTRA} (or delete that file to rebuild)"
                 )
+            library.fastbatch_mujoco_set_assets(str(_assets()).encode())
             for env_id in ENV_IDS:  # each drawn by gymnasium's renderer of the same id
                 register_native_env(env_id, path, replace=True, renderer=env_id)
             _library.append(library)

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import fastbatch
 from tests.native_builds import compile_plugin
 
 SOURCE = Path(__file__).with_name("palette_tables_shim.cc")
@@ -21,7 +22,8 @@ SCALAR, VBMI = 1, 2
 @pytest.fixture(scope="module")
 def shim(tmp_path_factory):
     out = tmp_path_factory.mktemp("palette") / "libpalette_tables_shim.so"
-    done = compile_plugin(SOURCE, out, include=str(HEADERS))
+    # The plugin's own headers, and fastbatch's (fastbatch/cpu_features.h).
+    done = compile_plugin(SOURCE, out, f"-I{fastbatch.get_include()}", include=str(HEADERS))
     assert done.returncode == 0, done.stderr
     library = ctypes.CDLL(str(out))
     library.palette_apply.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_size_t] + [ctypes.c_int] * 2
@@ -54,3 +56,22 @@ def test_every_path_reads_the_tables(shim, channels, size):
             path,
         )
         np.testing.assert_array_equal(dst, expected, f"path {path}")
+
+
+def test_the_default_path_is_the_byte_loop_when_vbmi_is_switched_off(shim, tmp_path):
+    """FASTBATCH_DISABLE_CPU_FEATURES=avx512vbmi (or all) forces the portable path: on an
+    AVX-512 VBMI machine the default then is what an AVX2-only CPU runs."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).palette_has_vbmi())"
+    library = shim._name
+    for off, expected in [("avx512vbmi", "0"), ("all", "0"), ("avx512_bf16", None)]:
+        env = {**os.environ, "FASTBATCH_DISABLE_CPU_FEATURES": off}
+        out = subprocess.run(
+            [sys.executable, "-c", code, library], env=env, capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        # Another feature switched off leaves VBMI to the CPU.
+        assert out.stdout.strip() == (expected or str(shim.palette_has_vbmi()))

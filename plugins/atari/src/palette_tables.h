@@ -3,12 +3,15 @@
 // read a 32-bit palette entry a pixel: for gray frames (two a preprocessed step, for the
 // max-pool) that was about 9% of a step, for raw RGB frames 8%. Where the CPU has AVX-512 VBMI,
 // 64 pixels are looked up at once with byte permutes over a table held in four registers (and
-// RGB interleaved by two more permutes a 64-byte vector); elsewhere a byte a pixel.
+// RGB interleaved by two more permutes a 64-byte vector); elsewhere, or with avx512vbmi named in
+// FASTBATCH_DISABLE_CPU_FEATURES (fastbatch/cpu_features.h), a byte a pixel.
 #ifndef FASTBATCH_ATARI_PALETTE_TABLES_H_
 #define FASTBATCH_ATARI_PALETTE_TABLES_H_
 
 #include <cstddef>
 #include <cstdint>
+
+#include "fastbatch/cpu_features.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -55,12 +58,13 @@ class PaletteTables {
     }
   }
 
-  // Whether the default path is the AVX-512 VBMI one on this CPU.
+  // Whether the default path is the AVX-512 VBMI one on this CPU: it has the features and
+  // FASTBATCH_DISABLE_CPU_FEATURES does not switch avx512vbmi off (read once per process).
   static bool HasVbmi() {
 #ifdef FASTBATCH_ATARI_VBMI
-    static const bool has = __builtin_cpu_supports("avx512f") &&
-                            __builtin_cpu_supports("avx512bw") &&
-                            __builtin_cpu_supports("avx512vbmi");
+    static const bool has =
+        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vbmi") && !fastbatch::CpuFeatureDisabled("avx512vbmi");
     return has;
 #else
     return false;

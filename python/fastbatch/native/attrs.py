@@ -25,7 +25,7 @@ import numpy as np
 from fastbatch.registration import gymnasium_id
 from fastbatch.registry import NativeEnvSpec
 
-__all__ = ["NativeAttributes", "check_render_mode", "render_metadata"]
+__all__ = ["NativeAttributes", "check_render_mode", "render_metadata", "renderer_class"]
 
 RENDER_MODES = ("rgb_array",)
 
@@ -39,9 +39,26 @@ def render_metadata(spec: NativeEnvSpec) -> dict[str, Any]:
         return {"render_modes": list(RENDER_MODES), "render_fps": fps if fps > 0 else None}
     if spec.renderer is None:
         return {"render_modes": []}
-    entry_point = gymnasium.spec(spec.renderer).entry_point
-    creator = gymnasium.envs.registration.load_env_creator(entry_point)
+    try:
+        creator = renderer_class(spec)
+    except ImportError:  # no rendering stack (mujoco-core alone): the env steps, it cannot draw
+        return {"render_modes": [], "render_fps": None}
     return {"render_modes": list(RENDER_MODES), "render_fps": creator.metadata.get("render_fps")}
+
+
+def renderer_class(spec: NativeEnvSpec) -> Any:
+    """The gymnasium env class that draws `spec`'s env (its ``renderer``). ImportError naming the
+    id and what is missing when that class cannot be imported (gymnasium's MuJoCo renderer
+    imports glfw, which mujoco-core alone does not bring)."""
+    entry_point = gymnasium.spec(spec.renderer).entry_point
+    try:
+        return gymnasium.envs.registration.load_env_creator(entry_point)
+    except ImportError as exc:
+        raise ImportError(
+            f"native env {spec.id} renders through gymnasium's {spec.renderer}, which cannot be "
+            f"imported here ({exc}); install its rendering dependencies (for MuJoCo envs: "
+            f"pip install 'gymnasium[mujoco]')"
+        ) from exc
 
 
 def check_render_mode(spec: NativeEnvSpec, render_mode: str | None) -> None:
@@ -63,6 +80,8 @@ def check_render_mode(spec: NativeEnvSpec, render_mode: str | None) -> None:
             "gymnasium.wrappers.vector.HumanRendering(fastbatch.make(id, n, "
             "render_mode='rgb_array'))"
         )
+    if spec.frame is None and spec.renderer is not None:
+        renderer_class(spec)  # ImportError saying what to install, at make rather than render
 
 
 class NativeAttributes:

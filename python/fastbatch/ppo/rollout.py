@@ -13,9 +13,9 @@ it resets, and the update leaves them out). ``Rollout.step`` hands the new obser
 agent casts or scales them.
 
 A step reaches the env in one of three ways, fastest first:
-1. the rollout op (a compiled TensorFlow op): native envs with float32, float64, uint8, int32 or
-   int64 observations and int64 or float32 actions, bound with ``env.rollout_binding(...)``; no
-   Python per step;
+1. the rollout op (a prebuilt TensorFlow op, see ``tf_op``): native envs with float32, float64,
+   uint8, int32 or int64 observations and int64 or float32 actions, bound with
+   ``env.rollout_binding(...)``; no Python per step;
 2. ``env.step_into`` from ``tf.numpy_function``: native envs whose observation rows fill whole
    cache lines, writing straight into the storage;
 3. ``env.step`` from ``tf.numpy_function`` and a copy into the storage: any env (process backend).
@@ -103,7 +103,7 @@ class Rollout:
 
     @property
     def uses_op(self) -> bool:
-        """True when the compiled rollout op steps the env (no Python per step)."""
+        """True when the rollout op steps the env (no Python per step)."""
         return self._binding is not None
 
     def start(self, seed: int) -> None:
@@ -137,8 +137,9 @@ class Rollout:
             next_obs, done = tf.numpy_function(
                 self._host_step, [t, env_action], [dtype, tf.bool], stateful=True
             )
-            next_obs.set_shape(self.obs_shape)
-            done.set_shape(self.obs_shape[:1])
+        # Neither the op nor numpy_function knows its outputs' static shapes.
+        next_obs.set_shape(self.obs_shape)
+        done.set_shape(self.obs_shape[:1])
         return next_obs, done
 
     def finish(self) -> None:

@@ -24,6 +24,8 @@ import math
 
 import tensorflow as tf
 
+from fastbatch import cpu
+
 from .config import CNN_DTYPES, check_cnn_dtype
 
 __all__ = [
@@ -43,15 +45,9 @@ _GAIN = math.sqrt(2.0)
 
 def bfloat16_is_native(cpuinfo: str = "/proc/cpuinfo") -> bool:
     """Whether this CPU computes bfloat16 dot products itself (the x86 flags avx512_bf16 or
-    amx_bf16), which oneDNN then uses; elsewhere bfloat16 is converted in software."""
-    try:
-        with open(cpuinfo) as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return bool({"avx512_bf16", "amx_bf16"} & set(line.split()))
-    except OSError:
-        pass
-    return False
+    amx_bf16), which oneDNN then uses; elsewhere bfloat16 is converted in software. Either flag
+    switched off by FASTBATCH_DISABLE_CPU_FEATURES counts as absent (fastbatch.cpu)."""
+    return cpu.has("avx512_bf16", cpuinfo) or cpu.has("amx_bf16", cpuinfo)
 
 
 def resolve_dtype(name: str) -> tf.DType:

@@ -1,4 +1,4 @@
-// The rollout path of the TensorFlow op (python/fastbatch/ppo/fastbatch_tf_op.cc): one batch
+// The rollout path of the TensorFlow op (src/cpp/tf_op/rollout_op.cc): one batch
 // step written straight into slot t of preallocated rollout storage, with no Python involved.
 // The op calls FastbatchRolloutStep / FastbatchRolloutError through plain function pointers
 // (`_core._rollout_step_address`, `_core._rollout_error_address`) with an opaque context

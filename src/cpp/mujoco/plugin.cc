@@ -1,7 +1,8 @@
 // fastbatch's MuJoCo envs, one plugin library on the public env contract (fastbatch/env.h):
-// gymnasium 1.x's v5 locomotion and control envs in C++. Built on first use against the
-// installed mujoco wheel's headers and libmujoco by `fastbatch.mujoco` (which also passes
-// FASTBATCH_MUJOCO_ASSETS, gymnasium's asset directory) and registered from there.
+// gymnasium 1.x's v5 locomotion and control envs in C++. Built with the wheel against the
+// mujoco-core version it pins (CMakeLists.txt), or on first use against the installed one when the
+// user opts in (`fastbatch.mujoco`); loaded and registered by `fastbatch.mujoco.register`, which
+// first hands it gymnasium's asset directory.
 #include "ant.h"
 #include "classic.h"
 #include "humanoid.h"
@@ -11,6 +12,12 @@
 // loader can name both versions when the library and the installed mujoco disagree.
 extern "C" FASTBATCH_EXPORT_SYMBOL int fastbatch_mujoco_header_version(void) {
   return mjVERSION_HEADER;
+}
+
+// Sets the directory of gymnasium's MuJoCo XML files. `fastbatch.mujoco.register` calls it once,
+// under its lock and before any env exists, so no env thread reads it meanwhile.
+extern "C" FASTBATCH_EXPORT_SYMBOL void fastbatch_mujoco_set_assets(const char* dir) {
+  fastbatch::mujoco::AssetsDir() = dir;
 }
 
 // Removes MuJoCo's process-wide profiling clock (mjcb_time, called around every stage of

@@ -38,11 +38,15 @@
 
 #include "fastbatch/env.h"
 
-#ifndef FASTBATCH_MUJOCO_ASSETS
-#error "define FASTBATCH_MUJOCO_ASSETS: the directory of gymnasium's MuJoCo XML files"
-#endif
-
 namespace fastbatch::mujoco {
+
+// gymnasium's MuJoCo asset directory, set once by `fastbatch.mujoco` through
+// fastbatch_mujoco_set_assets (plugin.cc) before any env is made: the library is built once, with
+// the wheel, and gymnasium's install location is known only at run time.
+inline std::string& AssetsDir() {
+  static std::string dir;
+  return dir;
+}
 
 inline std::string VersionName(int version) {  // 3002007 -> "3.2.7" (mjVERSION_HEADER's format)
   return std::to_string(version / 1000000) + "." + std::to_string(version / 1000 % 1000) + "." +
@@ -66,7 +70,12 @@ inline std::shared_ptr<const mjModel> LoadModel(const std::string& file) {
   CheckVersion();
   std::lock_guard<std::mutex> lock(mu);
   if (auto model = cache[file]) return model;
-  const std::string path = std::string(FASTBATCH_MUJOCO_ASSETS) + "/" + file;
+  if (AssetsDir().empty()) {
+    throw std::runtime_error(
+        "fastbatch's MuJoCo envs have no asset directory: load them through "
+        "fastbatch.mujoco.register(), which sets gymnasium's");
+  }
+  const std::string path = AssetsDir() + "/" + file;
   char error[1000] = "";
   mjModel* raw = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
   if (raw == nullptr) throw std::runtime_error("cannot load MuJoCo model " + path + ": " + error);
