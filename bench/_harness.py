@@ -39,6 +39,7 @@ from typing import Any, Protocol
 import gymnasium
 import numpy as np
 
+from fastbatch import cpu
 from fastbatch.process.other_cpu import OthersCpu
 
 TABLE_SIZE = 16  # action arrays in a default table: one pass of the timed loop
@@ -362,6 +363,23 @@ def package_version(name: str) -> str | None:
         return None
 
 
+# The CPU features that decide which code paths run (fastbatch's dispatch, TensorFlow's oneDNN
+# default, EnvPool's and ALE's compilers' choices): named beside every figure.
+FIGURE_FEATURES = ("avx2", "avx512f", "avx512bw", "avx512vbmi", "avx512_vnni", "avx512_bf16")
+
+
+def cpu_line() -> str:
+    """The CPU model and the FIGURE_FEATURES it has, plus any that
+    FASTBATCH_DISABLE_CPU_FEATURES switches off: "AMD EPYC (avx2 avx512f ...)"."""
+    flags = cpu.flags()
+    have = " ".join(f for f in FIGURE_FEATURES if f in flags) or "none of " + "/".join(
+        FIGURE_FEATURES
+    )
+    off = cpu.disabled()
+    line = f"{cpu.model()} ({have})"
+    return line + (f" with {cpu.DISABLE_VARIABLE}={','.join(sorted(off))}" if off else "")
+
+
 class RunInfo:
     """The metadata of one benchmark run, taken when it is built: UTC date and time, cores
     (``cores()``) and ``os.cpu_count()``, the load average, python, the machine, the versions
@@ -380,6 +398,7 @@ class RunInfo:
             "load_average": _load_average(),
             "python": platform.python_version(),
             "machine": platform.machine(),
+            "cpu": cpu_line(),
             "versions": {name: package_version(name) for name in names},
             **settings,
         }
@@ -393,7 +412,8 @@ class RunInfo:
         versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items() if v is not None)
         when = meta["utc"].replace("T", " ").removesuffix("Z")
         return (
-            f"# {when} UTC; {meta['cores']} cores (of {meta['cpu_count']}); load average "
+            f"# {when} UTC; {meta['cpu']}; {meta['cores']} cores (of {meta['cpu_count']}); "
+            "load average "
             + ("-" if load is None else " ".join(f"{x:.2f}" for x in load))
             + f"; python {meta['python']}, {versions}"
             + (

@@ -165,10 +165,22 @@ def test_cores_are_the_affinity_mask():
     assert ids == sorted(ids) and harness.cores() == len(ids) >= 1
 
 
+def test_the_cpu_line_names_features_and_what_is_switched_off(monkeypatch):
+    monkeypatch.setenv("FASTBATCH_DISABLE_CPU_FEATURES", "avx512vbmi")
+    line = harness.cpu_line()
+    assert line.endswith(" with FASTBATCH_DISABLE_CPU_FEATURES=avx512vbmi")
+    monkeypatch.delenv("FASTBATCH_DISABLE_CPU_FEATURES")
+    assert "FASTBATCH_DISABLE_CPU_FEATURES" not in harness.cpu_line()
+
+
 def test_run_info_header_footer_and_json(tmp_path, capsys):
     run = harness.RunInfo(packages=("no-such-package",), repeats=3)
     header = run.header()
     assert header.startswith("# ") and " UTC; " in header and "numpy " in header
+    # The CPU beside every figure: model and the features that pick code paths.
+    from fastbatch import cpu
+
+    assert f"; {cpu.model()} (" in header and run.meta["cpu"] == harness.cpu_line()
     assert run.meta["repeats"] == 3 and run.meta["versions"]["no-such-package"] is None
     assert "load average at end" in run.footer()
     out = harness.write_json(tmp_path / "sub" / "r.json", run.meta, [1, 2])

@@ -103,6 +103,9 @@ def test_a_float32_torso_adds_no_casts_to_its_graph(dtype, casts):
 
 
 def test_cnn_dtype_auto_follows_the_cpus_bfloat16_flags(tmp_path, monkeypatch):
+    monkeypatch.delenv(
+        "FASTBATCH_DISABLE_CPU_FEATURES", raising=False
+    )  # CI runs it switched off too
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx512f avx512_bf16\n")
     assert bfloat16_is_native(str(cpuinfo))

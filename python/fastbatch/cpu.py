@@ -18,6 +18,7 @@ DISABLE_VARIABLE = "FASTBATCH_DISABLE_CPU_FEATURES"
 # The features some fastbatch path dispatches on, and where (for --info and the docs).
 DISPATCHED = {
     "avx512vbmi": "fastbatch-atari's palette tables (64 pixels a permute)",
+    "avx2": "fastbatch-atari's gray palette table without VBMI (32 pixels a shuffle row)",
     "avx512_bf16": "PPOConfig.cnn_dtype='auto' computes the CNN torso in bfloat16",
     "amx_bf16": "PPOConfig.cnn_dtype='auto' computes the CNN torso in bfloat16",
 }

@@ -23,6 +23,7 @@ PaletteTables Tables(const uint8_t* gray, const uint8_t* rgb) {
 }  // namespace
 
 extern "C" int palette_has_vbmi() { return PaletteTables::HasVbmi() ? 1 : 0; }
+extern "C" int palette_has_avx2() { return PaletteTables::HasAvx2() ? 1 : 0; }
 
 // `channels` 1: gray levels into dst (n bytes); 3: colours (3n bytes).
 extern "C" void palette_apply(const uint8_t* gray, const uint8_t* rgb, const uint8_t* src,

@@ -1,5 +1,5 @@
 """fastbatch-atari's palette tables (plugins/atari/src/palette_tables.h): every path (the byte
-loop, AVX-512 VBMI where this CPU has it) gives the tables' gray level or colour of every colour
+loop, AVX-512 VBMI and AVX2 where this CPU has them) gives the tables' gray level or colour of every colour
 index, whole 64-pixel groups and tails alike. The lockstep tests check the default path against
 gymnasium's frames; this checks the path the CPU did not pick too."""
 
@@ -16,7 +16,7 @@ from tests.native_builds import compile_plugin
 
 SOURCE = Path(__file__).with_name("palette_tables_shim.cc")
 HEADERS = Path(__file__).parents[2] / "plugins" / "atari" / "src"
-SCALAR, VBMI = 1, 2
+SCALAR, VBMI, AVX2 = 1, 2, 3
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,11 @@ def shim(tmp_path_factory):
 
 
 def paths(shim) -> list[int]:
-    return [SCALAR] + ([VBMI] if shim.palette_has_vbmi() else [])
+    return (
+        [SCALAR]
+        + ([VBMI] if shim.palette_has_vbmi() else [])
+        + ([AVX2] if shim.palette_has_avx2() else [])  # gray only; colours take the byte loop
+    )
 
 
 @pytest.mark.parametrize("channels", [1, 3])
@@ -58,20 +62,32 @@ def test_every_path_reads_the_tables(shim, channels, size):
         np.testing.assert_array_equal(dst, expected, f"path {path}")
 
 
-def test_the_default_path_is_the_byte_loop_when_vbmi_is_switched_off(shim, tmp_path):
-    """FASTBATCH_DISABLE_CPU_FEATURES=avx512vbmi (or all) forces the portable path: on an
-    AVX-512 VBMI machine the default then is what an AVX2-only CPU runs."""
+def test_the_fast_paths_are_switched_off_by_name(shim):
+    """FASTBATCH_DISABLE_CPU_FEATURES=avx512vbmi leaves an AVX-512 machine on the path an
+    AVX2-only CPU runs (AVX2 gray levels); avx2 too, or all, leaves the byte loop; another
+    feature's name changes nothing."""
     import os
     import subprocess
     import sys
 
-    code = "import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).palette_has_vbmi())"
-    library = shim._name
-    for off, expected in [("avx512vbmi", "0"), ("all", "0"), ("avx512_bf16", None)]:
-        env = {**os.environ, "FASTBATCH_DISABLE_CPU_FEATURES": off}
+    code = (
+        "import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); "
+        "print(lib.palette_has_vbmi(), lib.palette_has_avx2())"
+    )
+
+    def paths_with(off: str | None) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "FASTBATCH_DISABLE_CPU_FEATURES"}
+        if off is not None:
+            env["FASTBATCH_DISABLE_CPU_FEATURES"] = off
         out = subprocess.run(
-            [sys.executable, "-c", code, library], env=env, capture_output=True, text=True
+            [sys.executable, "-c", code, shim._name], env=env, capture_output=True, text=True
         )
         assert out.returncode == 0, out.stderr
-        # Another feature switched off leaves VBMI to the CPU.
-        assert out.stdout.strip() == (expected or str(shim.palette_has_vbmi()))
+        return out.stdout.strip()
+
+    cpu = paths_with(None)  # what this CPU has, whatever the suite runs under
+    has_avx2 = cpu.split()[1]
+    assert paths_with("avx512vbmi") == f"0 {has_avx2}"
+    assert paths_with("avx512vbmi,avx2") == "0 0"
+    assert paths_with("all") == "0 0"
+    assert paths_with("avx512_bf16") == cpu
