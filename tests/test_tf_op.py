@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import re
-import subprocess
 
 import numpy as np
 import pytest
@@ -17,55 +16,15 @@ tf = pytest.importorskip("tensorflow")  # installed by the test extra
 import fastbatch
 from fastbatch.ppo import tf_op
 from fastbatch.ppo.rollout import Rollout
+from tests.elf_facts import dynamic_facts
 
 STEPS = 24  # CartPole episodes end within it: autoreset rows on both paths
-
-
-def _dynamic_facts(path) -> tuple[list[str], list[str], list[tuple[str, str | None, bool]]]:
-    """(DT_NEEDED names, DT_RUNPATH and DT_RPATH entries, undefined dynamic symbols as (name,
-    version or None, weak)) of an ELF shared library: with pyelftools where it is installed,
-    else from binutils' readelf and nm."""
-    try:
-        from elftools.elf.elffile import ELFFile
-    except ImportError:
-        return _dynamic_facts_binutils(path)
-    with open(path, "rb") as stream:
-        elf = ELFFile(stream)
-        dynamic = elf.get_section_by_name(".dynamic")
-        needed = [tag.needed for tag in dynamic.iter_tags("DT_NEEDED")]
-        paths = [t.runpath for t in dynamic.iter_tags("DT_RUNPATH")]
-        paths += [t.rpath for t in dynamic.iter_tags("DT_RPATH")]
-        versym = elf.get_section_by_name(".gnu.version")
-        verneed = elf.get_section_by_name(".gnu.version_r")
-        undefined = []
-        for i, sym in enumerate(elf.get_section_by_name(".dynsym").iter_symbols()):
-            if not sym.name or sym["st_shndx"] != "SHN_UNDEF":
-                continue
-            index = versym.get_symbol(i)["ndx"] if versym else "VER_NDX_GLOBAL"
-            version = verneed.get_version(index)[1].name if isinstance(index, int) else None
-            undefined.append((sym.name, version, sym["st_info"]["bind"] == "STB_WEAK"))
-    return needed, paths, undefined
-
-
-def _dynamic_facts_binutils(path):
-    def run(*args: str) -> str:
-        return subprocess.run(args, capture_output=True, text=True, check=True).stdout
-
-    dynamic = run("readelf", "-d", "-W", str(path))
-    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+)\]", dynamic)
-    paths = re.findall(r"\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path: \[(.+)\]", dynamic)
-    undefined = []
-    for line in run("nm", "-D", "--undefined-only", str(path)).splitlines():
-        kind, symbol = line.split()
-        name, _, version = symbol.partition("@")
-        undefined.append((name, version.lstrip("@") or None, kind in "wv"))
-    return needed, paths, undefined
 
 
 def test_the_library_needs_only_the_framework_library_and_its_c_api():
     path = tf_op.library_path()
     assert path.is_file(), f"the prebuilt op must be installed beside fastbatch._core: {path}"
-    needed, paths, undefined = _dynamic_facts(path)
+    needed, paths, undefined = dynamic_facts(path)
     assert "libtensorflow_framework.so.2" in needed
     assert not [n for n in needed if "tensorflow" in n and n != "libtensorflow_framework.so.2"]
     assert paths == []  # binds to the framework library TensorFlow loaded, found by nothing else

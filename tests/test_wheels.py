@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from fastbatch._build_info import build_info
+from tests.elf_facts import dynamic_facts
 
 WHEELHOUSE = os.environ.get("FASTBATCH_WHEELHOUSE")
 if not WHEELHOUSE:
@@ -41,14 +42,6 @@ def wheel(prefix: str) -> Path:
     found = sorted(Path(WHEELHOUSE).glob(f"{prefix}-*manylinux*.whl"))
     assert len(found) == 1, f"one repaired {prefix} wheel expected in {WHEELHOUSE}: {found}"
     return found[0]
-
-
-def dynamic_section(library: Path) -> tuple[list[str], list[str]]:
-    """(NEEDED entries, RUNPATH entries) of an ELF shared library, as readelf reads them."""
-    out = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True).stdout
-    needed = re.findall(r"\(NEEDED\).*\[(.*)\]", out)
-    runpath = re.findall(r"\((?:RUNPATH|RPATH)\).*\[(.*)\]", out)
-    return needed, runpath
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +65,10 @@ def test_the_fastbatch_wheel_holds_its_libraries_and_links_mujoco_and_tensorflow
     assert not any("libmujoco" in lib or "tensorflow" in lib for lib in libraries)
     built = (root / "fastbatch" / "_build_info.json").read_text()
     assert f'"mujoco": "{build_info()["mujoco"]}"' in built and '"tf_op": true' in built
-    needed, runpath = dynamic_section(root / "fastbatch" / "fastbatch_mujoco.so")
+    needed, runpath, _ = dynamic_facts(root / "fastbatch" / "fastbatch_mujoco.so")
     assert f"libmujoco.so.{build_info()['mujoco']}" in needed
     assert runpath == ["$ORIGIN/../mujoco"]
-    needed, runpath = dynamic_section(root / "fastbatch" / "fastbatch_tf_op.so")
+    needed, runpath, _ = dynamic_facts(root / "fastbatch" / "fastbatch_tf_op.so")
     assert "libtensorflow_framework.so.2" in needed and runpath == []
     tags = (next(root.glob("fastbatch-*.dist-info")) / "WHEEL").read_text()
     assert re.search(r"Tag: cp3\d+-cp3\d+-manylinux_\d+_\d+_x86_64", tags), tags

@@ -110,7 +110,9 @@ def train() -> str:
         )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
-    assert "rollout op is unavailable" not in output, output[-4000:]
+    assert "stepping envs through tf.numpy_function" not in output, output[
+        -4000:
+    ]  # tf_op's warning
     from fastbatch.ppo import tf_op
 
     assert tf_op.load() is not None

@@ -119,12 +119,13 @@ def _mujoco() -> tuple[str, Path, Path]:
     return found.version, found.include, found.library
 
 
-def library_path() -> Path:
-    """The MuJoCo env library to load for the installed MuJoCo: the prebuilt one when it was
-    built for this version, else (with FASTBATCH_MUJOCO_BUILD=1) one compiled on first use.
+def library_path(found: _mujoco_dist.MujocoInstall | None = None) -> Path:
+    """The MuJoCo env library to load for the installed MuJoCo (``found``, looked up when
+    None): the prebuilt one when it was built for this version, else (with
+    FASTBATCH_MUJOCO_BUILD=1) one compiled on first use.
 
     Raises MujocoUnavailableError naming both versions and both ways out otherwise."""
-    found = installed()
+    found = found or installed()
     built = build_info().get("mujoco")
     prebuilt = package_dir() / "fastbatch_mujoco.so"
     if os.environ.get(_OPT_IN) == "1":
@@ -215,11 +216,12 @@ def register() -> list[str]:
     ``fastbatch.list_envs()`` know them."""
     with _LOCK:
         if not _registered:
-            version, _, libmujoco = _mujoco()
-            path = library_path()
+            found = installed()
+            version = found.version
+            path = library_path(found)
             # libmujoco by its path first: the env library's DT_NEEDED then binds to it by
             # soname, wherever mujoco-core lies relative to fastbatch.
-            ctypes.CDLL(str(libmujoco))
+            ctypes.CDLL(str(found.library))
             library = ctypes.CDLL(str(path))
             built = _version_name(library.fastbatch_mujoco_header_version())
             if built != version:

@@ -16,7 +16,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
-#define FASTBATCH_ATARI_VBMI 1
+#define FASTBATCH_ATARI_X86_SIMD 1
 #define FASTBATCH_ATARI_VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi")))
 #define FASTBATCH_ATARI_AVX2_TARGET __attribute__((target("avx2")))
 #endif
@@ -64,7 +64,7 @@ class PaletteTables {
   // Whether the default path is the AVX-512 VBMI one on this CPU: it has the features and
   // FASTBATCH_DISABLE_CPU_FEATURES does not switch avx512vbmi off (read once per process).
   static bool HasVbmi() {
-#ifdef FASTBATCH_ATARI_VBMI
+#ifdef FASTBATCH_ATARI_X86_SIMD
     static const bool has =
         __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vbmi") && !fastbatch::CpuFeatureDisabled("avx512vbmi");
@@ -77,7 +77,7 @@ class PaletteTables {
   // Whether the AVX2 gray path can run here: the CPU has AVX2 and FASTBATCH_DISABLE_CPU_FEATURES
   // leaves it on. The default gray path where there is no VBMI.
   static bool HasAvx2() {
-#ifdef FASTBATCH_ATARI_VBMI
+#ifdef FASTBATCH_ATARI_X86_SIMD
     static const bool has =
         __builtin_cpu_supports("avx2") && !fastbatch::CpuFeatureDisabled("avx2");
     return has;
@@ -94,7 +94,7 @@ class PaletteTables {
     return path == PalettePath::kAvx2 || (path == PalettePath::kBest && HasAvx2());
   }
 
-#ifdef FASTBATCH_ATARI_VBMI
+#ifdef FASTBATCH_ATARI_X86_SIMD
   // A 256-byte table in four registers; Look(index) is its byte at each of 64 indices.
   struct Vbmi256 {
     __m512i t0, t1, t2, t3;

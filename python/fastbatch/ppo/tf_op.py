@@ -16,7 +16,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from fastbatch import _core
+from fastbatch._build_info import package_dir
 
 _LOG = logging.getLogger("fastbatch")
 _loaded: dict[str, object] = {}  # by library path: the op library, or None once it failed
@@ -24,7 +24,7 @@ _loaded: dict[str, object] = {}  # by library path: the op library, or None once
 
 def library_path() -> Path:
     """Where the prebuilt op library is installed: beside the extension."""
-    return Path(_core.__file__).parent / "fastbatch_tf_op.so"
+    return package_dir() / "fastbatch_tf_op.so"
 
 
 def load():
