@@ -170,8 +170,8 @@ class _FakeNativePackage:
     ID_PREFIXES = ("FakeNative/",)
 
     @staticmethod
-    def native_kwargs(env_id, kwargs):
-        return {**kwargs, "seen_by": env_id}
+    def native_kwargs(spec, kwargs):
+        return {**kwargs, "seen_by": spec.id}
 
 
 def test_a_native_package_turns_its_own_ids_kwargs_into_params(monkeypatch):
@@ -179,8 +179,9 @@ def test_a_native_package_turns_its_own_ids_kwargs_into_params(monkeypatch):
     absent = metadata.EntryPoint("absent", "fb_not_imported_pkg", "fastbatch.envs")
     monkeypatch.setattr(env_packages, "_NATIVE_PACKAGES", (absent, ours))
     kwargs = {"screen_size": (64, 48)}
-    translated = env_packages.native_kwargs("FakeNative/Game-v0", kwargs)
+    game, other = (types.SimpleNamespace(id=i) for i in ("FakeNative/Game-v0", "Other/Game-v0"))
+    translated = env_packages.native_kwargs(game, kwargs)
     assert translated == {"screen_size": (64, 48), "seen_by": "FakeNative/Game-v0"}
     assert kwargs == {"screen_size": (64, 48)}  # the caller's dict is left alone
-    assert env_packages.native_kwargs("Other/Game-v0", kwargs) is kwargs  # not its id
+    assert env_packages.native_kwargs(other, kwargs) is kwargs  # not its id
     assert "fb_not_imported_pkg" not in sys.modules  # a package not imported is not asked

@@ -1,4 +1,5 @@
-"""Fork safety and pickling, both backends: an env inherited through fork refuses every call with
+"""Fork safety and pickling, both backends and both agent batches (they share the contract,
+`fastbatch._base.BatchVectorEnv`): an env inherited through fork refuses every call with
 an error naming fork, closing or collecting it in the child exits cleanly and leaves the parent's
 threads and worker processes alone, and the parent keeps stepping the same trajectory. Pickling
 raises a TypeError that says what to send instead."""
@@ -32,11 +33,24 @@ BACKENDS = {
     "native": dict(num_workers=2),
     "native-async": dict(num_workers=2, batch_size=2),
     "process": dict(backend="process", num_workers=2, in_parent=False),
+    # Batches of (env, agent) rows: 2 envs of 3 agents, 6 rows (fastbatch.make_agents).
+    "native-agents": dict(num_workers=2),
+    "native-agents-async": dict(num_workers=2, batch_size=1),
+    "process-agents": dict(num_workers=2, in_parent=False),
 }
+AGENTS = {"native-agents": "Spread-v0", "native-agents-async": "Spread-v0"}
+AGENTS["process-agents"] = "fastbatch.agents.spread"  # Spread-v0's PettingZoo twin
 
 
 def _make(name: str):
+    if name in AGENTS:
+        return fastbatch.make_agents(AGENTS[name], 2, seed=3, **BACKENDS[name])
     return fastbatch.make("CartPole-v1", 4, seed=3, **BACKENDS[name])
+
+
+def _envs(env) -> int:
+    """The envs of a batch (a batch of agents has num_agents rows each)."""
+    return getattr(env, "num_parallel_envs", env.num_envs)
 
 
 def _in_child(target, *args) -> tuple[int, object]:
@@ -65,9 +79,11 @@ def _round(env, actions) -> list[np.ndarray]:
     """Steps every env once: (obs, reward, terminated, truncated) in env order (async too)."""
     if not env.is_async:
         return list(env.step(actions)[:4])
-    env.send(actions, np.arange(env.num_envs))
-    parts = [env.recv() for _ in range(env.num_envs // env.batch_size)]
+    env.send(actions, np.arange(_envs(env)))
+    parts = [env.recv() for _ in range(_envs(env) // env.batch_size)]
     order = np.argsort(np.concatenate([p[4]["env_id"] for p in parts]))
+    rows = env.num_envs // _envs(env)  # agents: each env's rows stay together, env-major
+    order = (order[:, None] * rows + np.arange(rows)).ravel()
     return [np.concatenate([p[k] for p in parts])[order] for k in range(4)]
 
 
@@ -96,7 +112,7 @@ def _make_own_then_close_inherited(name, env):
     env.close()
     _, reward, *_ = _round(own, np.zeros(own.num_envs, np.int64))
     own.close()
-    return float(reward.sum())
+    return float(reward.sum()), own.num_envs
 
 
 def _check_parent_unharmed(name: str, env, actions) -> None:
@@ -106,17 +122,17 @@ def _check_parent_unharmed(name: str, env, actions) -> None:
         obs, _ = env.reset(seed=7)
         twin_obs, _ = twin.reset(seed=7)
         np.testing.assert_array_equal(obs, twin_obs)
-        for a in actions:
+        for a in actions[:, : env.num_envs]:
             for x, y in zip(_round(env, a), _round(twin, a)):
                 np.testing.assert_array_equal(x, y)
-        if name == "process":
+        if name.startswith("process"):
             for pid in env.worker_pids:
                 os.kill(pid, 0)  # still alive: nothing signalled them
     finally:
         twin.close()
 
 
-ACTIONS = np.random.default_rng(0).integers(0, 2, size=(30, 4))
+ACTIONS = np.random.default_rng(0).integers(0, 2, size=(30, 6))  # rows: 4 envs, or 6 agents
 
 
 @pytest.mark.parametrize("name", list(BACKENDS))
@@ -156,8 +172,12 @@ def test_collecting_the_inherited_env_in_the_child_exits_cleanly(name):
 def test_the_child_makes_its_own_env_and_closes_the_inherited_one(name):
     env = _make(name)
     env.reset(seed=0)
-    code, (kind, reward) = _in_child(_make_own_then_close_inherited, name, env)
-    assert (code, kind) == (0, "ok") and reward == env.num_envs  # CartPole pays 1 a step
+    code, (kind, result) = _in_child(_make_own_then_close_inherited, name, env)
+    assert (code, kind) == (0, "ok"), result
+    reward, rows = result
+    assert rows == env.num_envs
+    if name not in AGENTS:
+        assert reward == env.num_envs  # CartPole pays 1 a step
     _check_parent_unharmed(name, env, ACTIONS)
     env.close()
 
@@ -168,13 +188,14 @@ def _destroy_pool_only(env):
     gc.collect()
 
 
-def test_the_pool_destructor_abandons_a_pool_inherited_through_fork():
+@pytest.mark.parametrize("name", ["native", "native-agents"])
+def test_the_pool_destructor_abandons_a_pool_inherited_through_fork(name):
     # The safety net for children that never run the env's __del__ (interpreter teardown):
     # destroying an inherited _VectorPool must not join the parent's threads (that aborted).
-    env = _make("native")
+    env = _make(name)
     env.reset(seed=0)
     assert _in_child(_destroy_pool_only, env) == (0, ("ok", None))
-    _check_parent_unharmed("native", env, ACTIONS)
+    _check_parent_unharmed(name, env, ACTIONS)
     env.close()
 
 
@@ -211,13 +232,13 @@ def test_a_child_that_exits_with_inherited_envs_alive_exits_cleanly():
     assert "child status 0" in done.stdout, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("name", ["native", "process"])
+@pytest.mark.parametrize("name", ["native", "process", "native-agents", "process-agents"])
 @pytest.mark.parametrize(
     "dump", [pickle.dumps, cloudpickle.dumps, copy.copy, copy.deepcopy], ids=lambda f: f.__name__
 )
 def test_pickling_says_what_to_send_instead(name, dump):
     env = _make(name)
-    with pytest.raises(TypeError, match=r"cannot pickle or copy a \w+VectorEnv") as error:
+    with pytest.raises(TypeError, match=r"cannot pickle or copy a \w*VectorEnv") as error:
         dump(env)
     assert "fastbatch.make" in str(error.value) and "factories" in str(error.value)
     env.close()

@@ -15,9 +15,13 @@ PACKAGE = ROOT / "python" / "fastbatch"
 ENTRY_POINTS = {"fastbatch.__main__", "fastbatch.ppo.__main__"}  # `python -m`: the command
 
 
+CONTRACTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
+    "contracts"
+]
+
+
 def _contract() -> tuple[list[list[str]], list[str]]:
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    (contract,) = config["contracts"]
+    (contract,) = [c for c in CONTRACTS if c["type"] == "layers"]
     layers = [[name.strip() for name in line.split("|")] for line in contract["layers"]]
     return layers, contract["containers"]
 
@@ -92,6 +96,25 @@ def test_no_import_anywhere_points_up_a_layer_or_across_independent_ones():
             if to_index < index or (to_index == index and to_member != member):
                 broken.append(f"{module}:{line} -> {target}")
     assert not broken, "imports against pyproject.toml's layers:\n" + "\n".join(broken)
+
+
+@pytest.mark.parametrize(
+    "contract", [c for c in CONTRACTS if c["type"] == "forbidden"], ids=lambda c: c["name"]
+)
+def test_no_import_anywhere_breaks_a_forbidden_contract(contract):
+    # e.g. the trainer (fastbatch.ppo) reaches envs through fastbatch.api only.
+    def within(module: str, names: list[str]) -> bool:
+        return any(module == n or module.startswith(n + ".") for n in names)
+
+    assert contract["source_modules"] and contract["forbidden_modules"]
+    broken = [
+        f"{module}:{line} -> {target}"
+        for module, path in MODULES.items()
+        if within(module, contract["source_modules"])
+        for target, line in _imports(module, path)
+        if within(target, contract["forbidden_modules"])
+    ]
+    assert not broken, f"imports against {contract['name']!r}:\n" + "\n".join(broken)
 
 
 def test_no_import_cycle_anywhere():

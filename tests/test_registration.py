@@ -121,7 +121,7 @@ def test_a_throwing_make_spec_or_constructor_names_the_env(grid, library):
 def test_registration_errors_name_the_env(grid, library):
     with pytest.raises(ValueError, match="Grid-v0 parameter 'size' must be an integer in"):
         fastbatch.register_native_env(grid, library(), replace=True, size=40)
-    with pytest.raises(TypeError, match="Grid-v0: max_episode_steps must be an integer"):
+    with pytest.raises(TypeError, match="Grid-v0: max_episode_steps must be an integer >= 0"):
         fastbatch.register_native_env(grid, library(), replace=True, max_episode_steps=1.5)
     with pytest.raises(ValueError, match="already registered as 'Grid-v0'"):
         fastbatch.register_native_env(grid, library())

@@ -14,7 +14,7 @@ from typing import Any
 
 from fastbatch import _core
 from fastbatch._buffers import ALIGNMENT, aligned_empty
-from fastbatch.api import backend_for, make
+from fastbatch.api import backend_for, make, spec
 from fastbatch.errors import (
     AsyncStateError,
     ClosedEnvError,
@@ -26,7 +26,7 @@ from fastbatch.errors import (
 from fastbatch.native import NativeVectorEnv, RolloutBinding
 from fastbatch.plugins import register_native_env
 from fastbatch.registration import register_builtin_envs
-from fastbatch.registry import NativeEnvSpec, list_envs, spec
+from fastbatch.registry import NativeEnvSpec, list_envs
 
 __all__ = [
     "ALIGNMENT",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import os
 from typing import Any
@@ -120,19 +121,35 @@ def blocking_threads(workers: int, default_workers: bool) -> int:
     return min(8 * workers, workers + 64) if default_workers else workers
 
 
-def pool_time_limit(env_id: str, max_episode_steps: Any, registered: int | None) -> int:
-    """The time limit a native pool applies: `max_episode_steps` when given (0: none), else the
-    id's `registered` one, else -1 (the env spec's own). ValueError for anything but None or a
-    non-negative integer."""
+def time_limit(env_id: str, max_episode_steps: Any) -> int | None:
+    """A ``max_episode_steps`` argument (registering an id, or making envs) checked: None (not
+    given) or a non-negative int (0: no limit). TypeError naming the env for a non-integer (bool
+    included), ValueError for a negative one."""
     if max_episode_steps is None:
-        return -1 if registered is None else registered
-    if (
-        isinstance(max_episode_steps, bool)
-        or not isinstance(max_episode_steps, numbers.Integral)
-        or max_episode_steps < 0
-    ):
-        raise ValueError(
-            f"{env_id}: max_episode_steps must be a non-negative integer or None, "
-            f"got {max_episode_steps!r}"
+        return None
+    if isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, numbers.Integral):
+        raise TypeError(
+            f"{env_id}: max_episode_steps must be an integer >= 0 or None, got "
+            f"{max_episode_steps!r}"
         )
+    if max_episode_steps < 0:
+        raise ValueError(f"{env_id}: max_episode_steps must be >= 0, got {max_episode_steps}")
     return int(max_episode_steps)
+
+
+def pool_time_limit(env_id: str, max_episode_steps: Any, registered: int | None) -> int:
+    """The time limit a native pool applies: `max_episode_steps` when given (0: none; checked by
+    `time_limit`), else the id's `registered` one, else -1 (the env spec's own)."""
+    limit = time_limit(env_id, max_episode_steps)
+    if limit is None:
+        return -1 if registered is None else registered
+    return limit
+
+
+def split_options(cls: type, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`kwargs` split into `cls`'s own keyword-only arguments (read from its signature: the one
+    list of a backend's options) and the rest (the env's)."""
+    parameters = inspect.signature(cls).parameters.values()
+    names = {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    options = {k: v for k, v in kwargs.items() if k in names}
+    return options, {k: v for k, v in kwargs.items() if k not in names}

@@ -18,6 +18,11 @@ primitives:
 - ``_abandon_envs()``: in a forked child, let go of everything without touching the parent's
   threads or worker processes (called once, instead of ``_close_envs``).
 
+A batch of agents (``fastbatch.make_agents``: each env holds ``rows_per_env`` agents, one batch
+row each, env-major) follows the same rules with envs as the unit of masks, seeds, env ids and
+``batch_size``, while ``num_envs`` and the arrays count rows; ``_note_ended`` asks
+``_envs_ended(result)`` which envs' episodes ended (one agent's flags end only its row).
+
 Threading: one thread at a time may call an env.
 
 Fork: an env belongs to the process that made it (its worker threads or worker processes serve
@@ -95,6 +100,9 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
     _stats_key: str | None = None
     backend: str
     """Which backend steps the envs: "native" (C++ threads) or "process" (worker processes)."""
+    multi_agent = False
+    """True for a batch of (env, agent) rows (`fastbatch.make_agents`): rows can sit out steps
+    (``info["active"]``) and the envs are ``num_parallel_envs``."""
 
     def _setup(
         self,
@@ -104,14 +112,19 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         observation_space: gymnasium.spaces.Space,
         action_space: gymnasium.spaces.Space,
         seed: Any = None,
+        rows_per_env: int = 1,
     ) -> None:
-        """The state every backend starts from, once its envs exist. ``seed`` (make's) also
-        seeds the action spaces, so ``action_space.sample()`` repeats for the same seed (the
-        batch space draws from a copy of the single space's generator, as in gymnasium)."""
+        """The state every backend starts from, once its envs exist: ``num_envs`` envs of
+        ``rows_per_env`` rows each (agents), ``batch_size`` envs a recv returns. ``seed``
+        (make's) also seeds the action spaces, so ``action_space.sample()`` repeats for the same
+        seed (the batch space draws from a copy of the single space's generator, as in
+        gymnasium)."""
         self._claim()
         first = seed[0] if isinstance(seed, (list, tuple)) and seed else seed
         if first is not None:
             action_space.seed(int(first))
+        self._env_count = num_envs  # the unit of masks, seeds, env ids and batch_size
+        num_envs *= rows_per_env  # rows from here on: what gymnasium's num_envs counts
         self.num_envs = num_envs
         self.batch_size = batch_size
         self.metadata = {"autoreset_mode": mode}
@@ -121,13 +134,13 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         self.observation_space = batch_space(observation_space, num_envs)
         self.action_space = batch_space(action_space, num_envs)
         self.closed = False
-        self._all_ids = np.arange(num_envs, dtype=np.int64)
+        self._all_ids = np.arange(self._env_count, dtype=np.int64)
         self._reset_called = False
         self._broken = False  # an env raised: a full reset() is needed
         self._pending_actions: Any = None  # sync send(): actions waiting for recv()
         # DISABLED mode: envs whose episode ended and that were not reset since.
         self._disabled = mode == AutoresetMode.DISABLED
-        self._needs_reset = np.zeros(num_envs, dtype=np.bool_)
+        self._needs_reset = np.zeros(self._env_count, dtype=np.bool_)
 
     def _claim(self) -> None:
         """Marks the envs as this process's (a backend that can close before `_setup` calls it
@@ -163,9 +176,13 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
                 "reset(options={'reset_mask': mask})"
             )
 
+    def _envs_ended(self, result: tuple) -> np.ndarray:
+        """Which envs of a step result ended their episode (a batch of agents overrides it)."""
+        return np.logical_or(result[2], result[3])
+
     def _note_ended(self, result: tuple, env_ids: np.ndarray | None) -> tuple:
         """DISABLED mode: remembers which envs of a step result ended their episode."""
-        ended = np.logical_or(result[2], result[3])
+        ended = self._envs_ended(result)
         if env_ids is None:
             self._needs_reset[:] = ended
         else:
@@ -195,9 +212,10 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
             )
         if mask.dtype != np.bool_:
             raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
-        if mask.shape != (self.num_envs,):
+        if mask.shape != (self._env_count,):
             raise ValueError(
-                f"`options['reset_mask']` must have shape `({self.num_envs},)`, got {mask.shape}"
+                f"`options['reset_mask']` must have shape `({self._env_count},)` (one entry per "
+                f"env), got {mask.shape}"
             )
         if not mask.any():
             raise ValueError(
@@ -232,7 +250,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         """
         self._check_open()
         mask = self._reset_mask(options)
-        seeds = seed_list(seed, self.num_envs, self._max_seed)
+        seeds = seed_list(seed, self._env_count, self._max_seed)
         if mask is not None:
             seeds = [s if m else None for s, m in zip(seeds, mask.tolist(), strict=True)]
         try:
@@ -258,7 +276,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         """
         if self.closed or not self._reset_called or self._broken or self._owner_pid != _pid:
             self._check_stepable()  # raises the rule's error
-        if self.batch_size < self.num_envs:
+        if self.batch_size < self._env_count:
             if self._disabled:
                 self.send(actions)
                 return self.recv()
@@ -285,8 +303,9 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
 
     @property
     def is_async(self) -> bool:
-        """True when ``batch_size < num_envs``: `recv` returns the first envs to finish."""
-        return self.batch_size < self.num_envs
+        """True when ``batch_size`` is below the number of envs: `recv` returns the first envs
+        to finish."""
+        return self.batch_size < self._env_count
 
     def send(self, actions: Any, env_ids: Any = None) -> None:
         """Starts one step of the envs ``env_ids`` (default: those the last `recv` returned, or
@@ -296,7 +315,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         """
         if self.closed or not self._reset_called or self._broken or self._owner_pid != _pid:
             self._check_stepable()  # raises the rule's error
-        if self.batch_size == self.num_envs:
+        if self.batch_size == self._env_count:
             if self._pending_actions is not None:
                 raise AsyncStateError(SEND_TWICE)
             if env_ids is not None and not np.array_equal(np.asarray(env_ids), self._all_ids):
@@ -314,7 +333,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         results; ``info["env_id"]`` gives the env of each row (native: in env id order)."""
         if self.closed or not self._reset_called or self._broken or self._owner_pid != _pid:
             self._check_stepable()  # raises the rule's error
-        if self.batch_size == self.num_envs:
+        if self.batch_size == self._env_count:
             if self._pending_actions is None:
                 raise AsyncStateError(RECV_WITHOUT_SEND)
             actions, self._pending_actions = self._pending_actions, None

@@ -51,12 +51,6 @@ def _train(args) -> int:
             config = config.replace(plugins=plugins, imports=imports)
         except ValueError as exc:
             raise SystemExit(f"fastbatch train: {exc}") from None
-        _load_env_sources(config.plugins, config.imports, "train")
-    elif (Path(args.resume) / "config.json").is_file():  # else train() says what is missing
-        from fastbatch.ppo import PPOConfig
-
-        saved = PPOConfig.from_json((Path(args.resume) / "config.json").read_text())
-        _load_env_sources(saved.plugins, saved.imports, "train")
     logdir = args.resume or args.logdir
     if logdir is None:
         logdir = f"runs/{config.env_id.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -65,9 +59,9 @@ def _train(args) -> int:
         "total_steps": args.steps if args.resume else None,
         "progress": not args.quiet,
     }
-    try:
+    try:  # train() loads the config's plugins and imports (a PluginError is a ValueError)
         result = _run(args, config, logdir, kwargs)
-    except ValueError as exc:
+    except (ValueError, ImportError) as exc:
         raise SystemExit(f"fastbatch train: {exc}") from None
     if result is None:  # a worker other than the chief: the chief reports
         return 0
@@ -87,14 +81,13 @@ def _plugin_paths(paths: list[str], command: str) -> tuple[str, ...]:
 
 
 def _load_env_sources(plugins, imports, command: str) -> None:
-    """Registers the envs of the plugin libraries and runs the imports (fastbatch.env_packages)
-    in this process; a failure is a one-line error naming the library or the import."""
-    from fastbatch.env_packages import load_plugins, run_imports
+    """Registers the envs of the plugin libraries and runs the imports (fastbatch.api) in this
+    process; a failure is a one-line error naming the library or the import."""
+    from fastbatch.api import load_env_sources
     from fastbatch.errors import PluginError
 
     try:
-        load_plugins(plugins)
-        run_imports(imports)
+        load_env_sources(plugins, imports)
     except (PluginError, ImportError) as exc:
         raise SystemExit(f"fastbatch {command}: {exc}") from None
 

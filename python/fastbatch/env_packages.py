@@ -9,13 +9,19 @@ install when the package is missing. `load_plugins` and `run_imports` carry out 
 config's ``plugins`` and ``imports`` (`load_env_sources`; the ``fastbatch`` command's
 ``--plugin`` and ``--import``). Each is done once a process: loading again is a no-op.
 
-Native env packages (e.g. ``fastbatch-atari``, a separate GPL package) declare themselves by a
-``fastbatch.envs`` entry point naming a module with ``ID_PREFIXES`` and ``register()``;
-`register_native_package_for` registers the one that owns an id (`fastbatch.make` asks before
-choosing a backend), so its ids become native ids. Such a module may also have
-``native_kwargs(env_id, kwargs) -> kwargs``, which turns keyword arguments the params cannot
-hold (numbers and choices) into params, e.g. fastbatch-atari's ``screen_size=(width,
-height)``; `native_kwargs` here applies it.
+Native env families (fastbatch's own MuJoCo envs, the separate GPL ``fastbatch-atari``, a
+user's package) declare themselves by a ``fastbatch.envs`` entry point naming a module; that is
+the whole protocol (`family_for` follows it, and `fastbatch.api` asks it before choosing a
+backend, so the family's ids become native ids and ``api.py`` names no family):
+
+- ``ID_PREFIXES`` (how its ids start, e.g. ``("ALE/",)``) and/or ``ENV_IDS`` (its exact ids):
+  the ids it owns;
+- ``register() -> list[str]``: registers its envs (``fastbatch.register_native_env``); called
+  before every make of an id it owns, so it must be idempotent and cheap after the first call;
+- optionally ``native_kwargs(spec, kwargs) -> kwargs``: turns keyword arguments the params
+  cannot hold (numbers and choices) into params, e.g. fastbatch-atari's ``screen_size=(width,
+  height)`` or MuJoCo's ``healthy_z_range=(low, high)``; ``spec`` is the id's
+  `fastbatch.NativeEnvSpec`.
 
 Ids registered here live in this process's gymnasium registry, which the process backend
 carries to its workers (`fastbatch.process.gym_registry`), so they need no registration there.
@@ -43,6 +49,7 @@ __all__ = [
     "load_plugins",
     "native_kwargs",
     "native_packages",
+    "owns",
     "register_native_package_for",
     "register_package_for",
     "run_imports",
@@ -74,7 +81,6 @@ KNOWN_PACKAGES = (
 
 _LOADED_PLUGINS: set[str] = set()  # absolute paths
 _RUN_IMPORTS: set[str] = set()  # "module" or "module:function", as given
-_REGISTERED_PACKAGES: set[str] = set()  # native env packages' modules, registered
 _NATIVE_PACKAGES: tuple[metadata.EntryPoint, ...] | None = None  # read once a process
 
 
@@ -102,45 +108,54 @@ def register_package_for(env_id: str) -> EnvPackage | None:
     return package
 
 
+def owns(family: Any, env_id: str) -> bool:
+    """Whether the native env family `family` (a ``fastbatch.envs`` entry point's module) owns
+    `env_id`: one of its ``ENV_IDS``, or an id starting with one of its ``ID_PREFIXES``."""
+    return env_id in getattr(family, "ENV_IDS", ()) or env_id.startswith(
+        tuple(getattr(family, "ID_PREFIXES", ()))
+    )
+
+
 def register_native_package_for(env_id: Any) -> str | None:
-    """Registers the installed native env package that owns `env_id` (an entry point of the
-    ``fastbatch.envs`` group whose module's ``ID_PREFIXES`` start it; its ``register()`` runs
-    once a process) and returns the package's module name; None when none owns it. Raises
-    ``fastbatch.UnknownEnvError`` with the package's own message when a package it needs is
-    missing (e.g. ale-py's ROMs), ``fastbatch.PluginError`` naming the package when it fails
+    """Registers the installed native env family that owns `env_id` (the module of a
+    ``fastbatch.envs`` entry point: `owns`; its ``register()`` runs on every call, and is
+    idempotent) and returns the module's name; None when none owns it. Raises
+    ``fastbatch.UnknownEnvError`` with the family's own message when a package it needs is
+    missing (e.g. ale-py's ROMs), the family's own ImportError subclass as it is (e.g.
+    ``MujocoUnavailableError``), ``fastbatch.PluginError`` naming the family when it fails
     otherwise."""
     if not isinstance(env_id, str):
         return None
     for entry in native_packages():
         try:
             module = entry.load()
-            owns = env_id.startswith(tuple(getattr(module, "ID_PREFIXES", ())))
-            if owns and entry.value not in _REGISTERED_PACKAGES:
-                module.register()
-                _REGISTERED_PACKAGES.add(entry.value)
+            if not owns(module, env_id):
+                continue
+            module.register()
         except ImportError as exc:  # a package it needs is missing: its message names it
+            if type(exc) not in (ImportError, ModuleNotFoundError):
+                raise  # the family's own error type, which callers may catch by name
             raise UnknownEnvError(f"{env_id!r}: {exc}") from exc
         except Exception as exc:
             raise PluginError(
                 f"the native env package {entry.value!r} ({entry.name} in the fastbatch.envs "
                 f"entry points) failed to load: {type(exc).__name__}: {exc}"
             ) from exc
-        if owns:
-            return entry.value
+        return entry.value
     return None
 
 
-def native_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """`kwargs` as the native env package that owns `env_id` takes them: through its module's
-    ``native_kwargs(env_id, kwargs)`` when it has one; unchanged otherwise, and for ids no
-    package owns. Only packages already imported are asked (registering imports them)."""
+def native_kwargs(spec: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`kwargs` as the native env family that owns ``spec.id`` takes them: through its module's
+    ``native_kwargs(spec, kwargs)`` when it has one; unchanged otherwise, and for ids no family
+    owns. Only families already imported are asked (registering imports them)."""
     for entry in native_packages():
         if entry.module not in sys.modules:
             continue
         module = entry.load()
-        if env_id.startswith(tuple(getattr(module, "ID_PREFIXES", ()))):
+        if owns(module, spec.id):
             translate = getattr(module, "native_kwargs", None)
-            return kwargs if translate is None else translate(env_id, dict(kwargs))
+            return kwargs if translate is None else translate(spec, dict(kwargs))
     return kwargs
 
 

@@ -4,10 +4,12 @@ The envs (``ENV_IDS``) are one plugin library on the public env contract,
 ``fastbatch/fastbatch_mujoco.so``, compiled with fastbatch against the mujoco-core version that
 the ``mujoco`` extra pins (``_build_info.json`` records it) and linked to that wheel's
 ``libmujoco``: no compiler is needed at run time. Either ``mujoco-core`` alone or the ``mujoco``
-meta package over it will do. :func:`register` loads and registers the ids;
-``fastbatch.make("HalfCheetah-v5", ...)`` calls it, so the native envs replace the process
-backend for these ids whenever MuJoCo is installed (``backend="process"`` still runs gymnasium's
-own envs). gymnasium's XML assets are found at run time.
+meta package over it will do. This module is a native env family like any other: fastbatch's
+own ``pyproject.toml`` names it in the ``fastbatch.envs`` entry points (`fastbatch.env_packages`
+has the protocol: ``ENV_IDS``, `register`, `native_kwargs`), so ``fastbatch.make("HalfCheetah-v5",
+...)`` calls :func:`register`, which loads and registers the ids, and the native envs replace the
+process backend for these ids whenever MuJoCo is installed (``backend="process"`` still runs
+gymnasium's own envs). gymnasium's XML assets are found at run time.
 
 Another MuJoCo than the one built against is refused with both versions named, unless the user
 opts in to compiling the envs on first use against the installed one: ``FASTBATCH_MUJOCO_BUILD=1``
@@ -39,7 +41,6 @@ from pathlib import Path
 from typing import Any
 
 from fastbatch import _core, _mujoco_dist
-from fastbatch._args import strip_namespace
 from fastbatch._build_info import build_info, package_dir
 from fastbatch._compile import compile_shared, package_version
 from fastbatch.plugins import register_native_env
@@ -52,7 +53,6 @@ __all__ = [
     "build",
     "drop_default_timer",
     "installed",
-    "is_mujoco_id",
     "library_path",
     "native_kwargs",
     "register",
@@ -82,11 +82,6 @@ _library: list[ctypes.CDLL] = []  # the loaded env library, once registered
 class MujocoUnavailableError(ImportError):
     """The native MuJoCo envs cannot run here: mujoco is missing, too old, or not the version
     they were built against (the message names the versions and the extra to install)."""
-
-
-def is_mujoco_id(env_id: Any) -> bool:
-    """True for the id of a native MuJoCo env (with or without the ``fastbatch/`` prefix)."""
-    return isinstance(env_id, str) and strip_namespace(env_id) in ENV_IDS
 
 
 def _sources() -> Path:

@@ -15,13 +15,12 @@ short, `gymnasium.make_vec` passes none) and reports it as ``spec.max_episode_st
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from typing import Any
 
 import gymnasium
 
 from fastbatch import _core
-from fastbatch._args import NAMESPACE
+from fastbatch._args import NAMESPACE, NEXT_STEP, time_limit
 from fastbatch.errors import PluginError
 from fastbatch.registry import REGISTRY, NativeEnvSpec, RegisteredEnv, spec_from_dict
 
@@ -68,7 +67,7 @@ def add_native_env(
     ``renderer``: the gymnasium id whose renderer draws the env from its state. Returns the
     spec. Every error names the env id."""
     name = env_type.id if env_id is None else env_id
-    limit = _registered_limit(name, max_episode_steps)
+    limit = time_limit(name, max_episode_steps)
     spec = _spec(env_type, name, defaults or {}, renderer)
     if limit is not None:
         spec = dataclasses.replace(spec, max_episode_steps=limit or None)
@@ -85,18 +84,6 @@ def register_builtin_envs() -> None:
         add_native_env(env_type, renderer=env_id if env_id in CLASSIC_CONTROL else None)
 
 
-def _registered_limit(env_id: str, max_episode_steps: Any) -> int | None:
-    if max_episode_steps is None:
-        return None
-    if isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, numbers.Integral):
-        raise TypeError(
-            f"{env_id}: max_episode_steps must be an integer, got {max_episode_steps!r}"
-        )
-    if max_episode_steps < 0:
-        raise ValueError(f"{env_id}: max_episode_steps must be >= 0, got {max_episode_steps}")
-    return int(max_episode_steps)
-
-
 def _spec(env_type: Any, env_id: str, defaults: dict[str, Any], renderer: str | None):
     """The spec of `env_type` for its declared defaults overridden by `defaults`: read from one
     env made with them when the spec depends on the params."""
@@ -111,7 +98,16 @@ def _spec(env_type: Any, env_id: str, defaults: dict[str, Any], renderer: str | 
     values = spec.encode_params(defaults)  # make()'s checks, naming the env id
     if env_type.spec_depends_on_params:
         try:
-            probe = _core._VectorPool(env_type, 1, 1, 0, -1, values, 1, 1)
+            probe = _core._VectorPool(
+                env_type,
+                num_envs=1,
+                num_threads=1,
+                autoreset_mode=NEXT_STEP,
+                max_episode_steps=-1,  # the env's own
+                params=values,
+                batch_size=1,
+                max_async_threads=1,
+            )
         except (RuntimeError, ValueError) as exc:
             raise PluginError(f"{env_id}: making an env with {defaults} failed: {exc}") from None
         try:

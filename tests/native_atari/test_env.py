@@ -105,7 +105,6 @@ def test_without_ale_py_the_error_names_what_to_install(monkeypatch):
 
     from fastbatch import env_packages
 
-    monkeypatch.setattr(env_packages, "_REGISTERED_PACKAGES", set())
     monkeypatch.setattr(fastbatch_atari, "_registered", None)
     monkeypatch.setitem(sys.modules, "ale_py", None)  # import fails
     with pytest.raises(fastbatch.UnknownEnvError, match=r"'ALE/Pong-v5': .*pip install ale-py"):

@@ -31,15 +31,15 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-import gymnasium
 import numpy as np
 from gymnasium.vector import AutoresetMode
-from gymnasium.vector.utils import batch_space
 
-from fastbatch._args import parse_autoreset_mode, positive_int
+from fastbatch import api
+from fastbatch._args import parse_autoreset_mode, positive_int, split_options
+from fastbatch._base import BatchVectorEnv
 from fastbatch.agents.adapter import AgentsEnv
 from fastbatch.agents.episodes import AgentEpisodes
-from fastbatch.agents.native import NativeAgentsVectorEnv, is_native_agents_id
+from fastbatch.agents.native import NativeAgentsVectorEnv
 from fastbatch.agents.rows import checked_actions, final_obs_rows
 from fastbatch.agents.spec import AgentSpec, describe
 from fastbatch.process import ProcessVectorEnv
@@ -79,14 +79,21 @@ def _env_factory(env_fn: Any) -> Callable[..., Any]:
     return env_fn
 
 
-class AgentsVectorEnv(gymnasium.vector.VectorEnv):
+class AgentsVectorEnv(BatchVectorEnv):
     """``num_parallel_envs`` PettingZoo ParallelEnvs as ``num_envs = num_parallel_envs *
     num_agents`` batch rows (see the module docstring). Build it with `make_agents`.
+
+    It keeps `fastbatch.make`'s env contract (`fastbatch._base.BatchVectorEnv`): the call rules,
+    fork and pickling, DISABLED autoreset, sync ``send``/``recv``, with envs (not rows) as the
+    unit of reset masks, seeds and env ids.
 
     ``single_observation_space`` / ``single_action_space``: one agent's (the observation without
     its mask); ``observation_space`` / ``action_space``: the batch of every row. Actions are
     ``[num_envs, *action_shape]``, rows env-major. Use it as a context manager, or ``close()``.
     """
+
+    backend = "process"
+    multi_agent = True
 
     def __init__(
         self,
@@ -99,11 +106,16 @@ class AgentsVectorEnv(gymnasium.vector.VectorEnv):
         start_timeout: float = 120.0,
         in_parent: bool | None = None,
         stats_key: str | None = None,
+        batch_size: int | None = None,
         env_kwargs: dict | None = None,
     ) -> None:
-        self.closed = True  # until the backend exists
         env_fn = _env_factory(env_fn)
         count = positive_int("num_envs", num_envs)
+        if batch_size is not None and batch_size != count:
+            raise ValueError(
+                f"batch_size={batch_size}: async mode is for native multi-agent envs (such as "
+                "'Spread-v0'); PettingZoo envs step in sync mode (leave batch_size out)"
+            )
         mode = parse_autoreset_mode(autoreset_mode)
         env_kwargs = dict(env_kwargs or {})
         probe = env_fn(**env_kwargs)  # one env in the caller, to read its agents and spaces
@@ -120,19 +132,23 @@ class AgentsVectorEnv(gymnasium.vector.VectorEnv):
             start_timeout=start_timeout,
             in_parent=in_parent,
         )
-        self.closed = False
+        self._setup(
+            count,
+            count,
+            mode,
+            spec.observation_space,
+            spec.action_space,
+            seed=seed,
+            rows_per_env=spec.num_agents,
+        )
         self.agent_spec: AgentSpec = spec
         """The agents and spaces read from the first env."""
         self.num_parallel_envs = count
         self.num_agents = spec.num_agents
-        self.num_envs = count * spec.num_agents
         self.possible_agents = spec.possible_agents
-        self.single_observation_space = spec.observation_space
-        self.single_action_space = spec.action_space
-        self.observation_space = batch_space(spec.observation_space, self.num_envs)
-        self.action_space = batch_space(spec.action_space, self.num_envs)
         self.metadata = {**spec.metadata, "autoreset_mode": mode}
         self.render_mode = spec.render_mode
+        self._stats_key = stats_key
         self._same_step = mode == AutoresetMode.SAME_STEP
         self._obs_shape = (self.num_envs, *spec.observation_space.shape)
         self._act_shape = (self.num_envs, *spec.action_space.shape)
@@ -142,15 +158,6 @@ class AgentsVectorEnv(gymnasium.vector.VectorEnv):
         self._ended = np.zeros(count, np.bool_)  # envs whose episode ended in the last step
         self.time_limit: int | None = None
         """No limit of the batch's own: a PettingZoo env ends its episodes itself."""
-        first = seed[0] if isinstance(seed, (list, tuple)) and seed else seed
-        if first is not None:  # as fastbatch.make: sample() repeats for the same seed
-            self.action_space.seed(int(first))
-
-    @property
-    def stats_key(self) -> str | None:
-        """The info key of finished episodes' statistics, one entry per agent row (episodes.py),
-        or None: none kept."""
-        return self._episodes.stats_key
 
     @property
     def num_workers(self) -> int:
@@ -162,26 +169,21 @@ class AgentsVectorEnv(gymnasium.vector.VectorEnv):
         """The process id of each block's worker (None: stepped in the caller, or closed)."""
         return self._envs.worker_pids
 
-    def reset(
-        self, *, seed: int | list[int | None] | None = None, options: dict | None = None
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Resets every env (or those of ``options["reset_mask"]``, one bool per env:
-        ``[num_parallel_envs]``) and returns ``(obs, info)``: ``obs`` ``[num_envs, *obs_shape]``,
-        ``info["active"]`` and, for masked envs, ``info["action_mask"]``. ``seed``: an int seeds
-        env ``i`` with ``seed + i`` (as `fastbatch.make`), a list one seed per env."""
-        packed, _ = self._envs.reset(seed=seed, options=options)
-        mask = None if options is None else options.get("reset_mask")
-        self._episodes.restart(None if mask is None else np.asarray(mask, np.bool_))
+    # ------------------------------------------------------------------ primitives
+    def _reset_envs(self, seeds, mask):
+        options = None if mask is None else {"reset_mask": mask}
+        packed, _ = self._envs.reset(seed=seeds, options=options)
+        self._episodes.restart(mask)
         self._ended[mask if mask is not None else slice(None)] = False
         info = {"active": packed["active"].reshape(self.num_envs)}
         if "action_mask" in packed:
             info["action_mask"] = packed["action_mask"].reshape(self._mask_shape)
         return packed["obs"].reshape(self._obs_shape), info
 
-    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """Steps every env once with ``actions`` ``[num_envs, *action_shape]`` (one row per (env,
-        agent), env-major; a gone agent's row is ignored but must still be a valid action).
-        Returns ``(obs, reward, terminated, truncated, info)`` per row (module docstring)."""
+    def _step_envs(self, actions):
+        """One step of every env with ``actions`` ``[num_envs, *action_shape]`` (one row per
+        (env, agent), env-major; a gone agent's row is ignored but must still be a valid
+        action): ``(obs, reward, terminated, truncated, info)`` per row (module docstring)."""
         shaped = checked_actions(actions, self._act_shape, self.num_parallel_envs, self.num_agents)
         packed, _, env_ended, _, env_info = self._envs.step(shaped.reshape(self._env_act_shape))
         rows = self.num_envs
@@ -231,25 +233,14 @@ class AgentsVectorEnv(gymnasium.vector.VectorEnv):
         done = (packed["terminated"] | packed["truncated"]).reshape(-1)
         return final_obs_rows(obs.reshape(self._obs_shape), finals, done, self.num_agents)
 
-    def close(self, **kwargs: Any) -> None:
-        """Closes the envs and their worker processes (twice is harmless)."""
-        if getattr(self, "closed", True):
-            return
-        self.closed = True
+    def _envs_ended(self, result: tuple) -> np.ndarray:
+        return self._ended.copy()
+
+    def _close_envs(self) -> None:
         self._envs.close()
 
-    def __enter__(self) -> AgentsVectorEnv:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if not getattr(self, "closed", True):
-            try:
-                self.close()
-            except Exception:  # at interpreter exit modules may be gone
-                pass
+    def _abandon_envs(self) -> None:
+        self._envs.close()  # in a forked child it lets go of the parent's workers, untouched
 
     def __repr__(self) -> str:
         return (
@@ -270,7 +261,7 @@ def make_agents(
     stats_key: str | None = None,
     batch_size: int | None = None,
     **env_kwargs: Any,
-) -> AgentsVectorEnv:
+) -> AgentsVectorEnv | NativeAgentsVectorEnv:
     """``num_envs`` PettingZoo ParallelEnvs ``env_fn(**env_kwargs)`` stepped in worker processes,
     as one vector env of ``num_envs * num_agents`` rows (`AgentsVectorEnv`).
 
@@ -279,40 +270,29 @@ def make_agents(
     the id of a native multi-agent env (``"Spread-v0"``, a plugin's): then it is a
     `NativeAgentsVectorEnv` stepped by the C++ pool (``num_workers`` threads; ``env_kwargs`` are
     its params, plus ``max_episode_steps``, and ``batch_size``: envs a ``recv`` returns, for
-    async mode), with the same rows.
+    async mode), with the same rows; or a `fastbatch.api.Route` (``fastbatch.api.route(env,
+    multi_agent=True, ...)``), with no other keyword arguments.
     ``stats_key``: the info key of each agent's finished episodes (``"episode"``: return, length
-    and time per row, as ``RecordEpisodeStatistics``), None for none. ``seed``: env ``i`` gets ``seed + i`` at the first reset (or
-    ``seed[i]`` from a list), as in `fastbatch.make`. ``num_workers``, ``in_parent``, ``start_timeout``: as for the process
-    backend (``fastbatch.make(..., backend="process")``). One env is built in the caller first
-    to read the agents and spaces (and closed). >>> ``envs = fastbatch.make_agents(
-    simple_spread_v3.parallel_env, 8, num_workers=2, seed=0, N=3)``
+    and time per row, as ``RecordEpisodeStatistics``), None for none. ``seed``: env ``i`` gets
+    ``seed + i`` at the first reset (or ``seed[i]`` from a list), as in `fastbatch.make`.
+    ``num_workers``, ``in_parent``, ``start_timeout``: as for the process backend
+    (``fastbatch.make(..., backend="process")``). One env is built in the caller first to read
+    the agents and spaces (and closed). ``frame_stack`` is not supported yet (refused, saying
+    so). >>> ``envs = fastbatch.make_agents(simple_spread_v3.parallel_env, 8, num_workers=2,
+    seed=0, N=3)``
     """
-    if is_native_agents_id(env_fn):
-        if in_parent is not None:
-            raise TypeError(f"in_parent applies to PettingZoo envs; {env_fn!r} is a native env")
-        return NativeAgentsVectorEnv(
-            env_fn,
-            num_envs,
-            num_workers=num_workers,
-            seed=seed,
-            autoreset_mode=autoreset_mode,
-            stats_key=stats_key,
-            batch_size=batch_size,
-            **env_kwargs,
-        )
-    if batch_size is not None and batch_size != num_envs:
-        raise ValueError(
-            f"batch_size={batch_size}: async mode is for native multi-agent envs (such as "
-            "'Spread-v0'); PettingZoo envs step in sync mode (leave batch_size out)"
-        )
-    return AgentsVectorEnv(
-        env_fn,
-        num_envs,
-        num_workers=num_workers,
-        seed=seed,
-        autoreset_mode=autoreset_mode,
-        start_timeout=start_timeout,
-        in_parent=in_parent,
-        stats_key=stats_key,
-        env_kwargs=env_kwargs,
-    )
+    if isinstance(env_fn, api.Route):
+        if env_kwargs:
+            raise TypeError("a Route carries its keyword arguments: pass none with it")
+        found = env_fn
+    else:
+        options = {"num_workers": num_workers, "seed": seed, "autoreset_mode": autoreset_mode}
+        options.update(in_parent=in_parent, stats_key=stats_key, batch_size=batch_size)
+        found = api.route(env_fn, multi_agent=True, **options, **env_kwargs)
+    if found.kind == "native_agents":
+        return NativeAgentsVectorEnv(found.target, num_envs, **found.options)
+    if found.kind != "process_agents":
+        raise ValueError(f"a {found.kind!r} route is made by fastbatch.make, not make_agents")
+    options, kwargs = split_options(AgentsVectorEnv, found.env_kwargs)
+    options.setdefault("start_timeout", start_timeout)
+    return AgentsVectorEnv(found.target, num_envs, env_kwargs=kwargs, **options)

@@ -11,6 +11,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from fastbatch.native.vector import NativeVectorEnv
+from fastbatch.registry import REGISTRY, RegisteredEnv
 
 __all__ = ["NativeEnv"]
 
@@ -34,9 +35,14 @@ class NativeEnv(gymnasium.Env):
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"]}  # noqa: RUF012
     _gym_spec: gymnasium.envs.registration.EnvSpec | None = None
 
-    def __init__(self, env_id: str, render_mode: str | None = None, **params: Any) -> None:
+    def __init__(
+        self, env_id: str | RegisteredEnv, render_mode: str | None = None, **params: Any
+    ) -> None:
+        # gymnasium.make hands its entry point the id: the one lookup outside fastbatch.api
+        # (whose make_single hands over the entry it resolved).
+        entry = env_id if isinstance(env_id, RegisteredEnv) else REGISTRY.resolve(env_id)
         self._envs = NativeVectorEnv(
-            env_id,
+            entry,
             1,
             num_workers=1,
             autoreset_mode=AutoresetMode.DISABLED,

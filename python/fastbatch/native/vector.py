@@ -28,7 +28,7 @@ from fastbatch._base import NO_IDLE_ENVS, NO_IDS, BatchVectorEnv
 from fastbatch._infos import add_info, episode_info, numeric_info
 from fastbatch.errors import AsyncStateError, EnvError, PluginError
 from fastbatch.native.attrs import NativeAttributes, check_render_mode, render_metadata
-from fastbatch.registry import REGISTRY, RegisteredEnv, spec_from_dict
+from fastbatch.registry import RegisteredEnv, spec_from_dict
 
 __all__ = ["NativeVectorEnv", "RolloutBinding"]
 
@@ -88,7 +88,7 @@ class NativeVectorEnv(BatchVectorEnv):
 
     def __init__(
         self,
-        env_id: str | RegisteredEnv,
+        entry: RegisteredEnv,
         num_envs: int = 1,
         *,
         num_workers: int | None = None,
@@ -102,7 +102,11 @@ class NativeVectorEnv(BatchVectorEnv):
         frame_stack: int | None = None,
         **kwargs: Any,
     ) -> None:
-        entry = env_id if isinstance(env_id, RegisteredEnv) else REGISTRY.resolve(env_id)
+        if not isinstance(entry, RegisteredEnv):  # ids are resolved by fastbatch.api, once
+            raise TypeError(
+                f"NativeVectorEnv is built from a registry entry; make native envs with "
+                f"fastbatch.make(env_id, num_envs, ...), got {type(entry).__name__}"
+            )
         env_type, spec = entry.env_type, entry.spec
         check_render_mode(spec, render_mode)
         num_envs = positive_int("num_envs", num_envs)
@@ -111,12 +115,6 @@ class NativeVectorEnv(BatchVectorEnv):
             raise ValueError(f"batch_size must be at most num_envs={num_envs}, got {batch_size}")
         workers = worker_count(num_workers, num_threads, num_envs)
         mode = parse_autoreset_mode(autoreset_mode)
-        if spec.num_agents > 1:
-            raise ValueError(
-                f"{spec.id} is a multi-agent env ({spec.num_agents} agents per env): make it "
-                f"with fastbatch.make_agents({spec.id!r}, num_envs), whose rows are every "
-                "(env, agent) pair"
-            )
         max_episode_steps = pool_time_limit(spec.id, max_episode_steps, entry.time_limit)
         if stats_key is not None and not isinstance(stats_key, str):
             raise TypeError(f"stats_key must be a string or None, got {stats_key!r}")

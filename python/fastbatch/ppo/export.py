@@ -28,7 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 import fastbatch
-from fastbatch.agents.native import is_native_agents_id
+from fastbatch import api
 
 from .normalize import prepare_observations
 
@@ -163,9 +163,10 @@ def evaluate_saved(
     are for a native multi-agent env (``"Spread-v0"``)."""
     policy = load_policy(path)
     make_kwargs = {"seed": seed, "autoreset_mode": "same_step", **make_kwargs}
-    agents = pettingzoo or is_native_agents_id(env_id)
-    make = fastbatch.make_agents if agents else fastbatch.make
-    env = make(env_id, min(episodes, 16), **{**make_kwargs, "stats_key": "episode"})
+    agents = True if pettingzoo else None  # None: as the id is (native agents or not)
+    found = api.route(env_id, multi_agent=agents, **{**make_kwargs, "stats_key": "episode"})
+    make = fastbatch.make_agents if found.multi_agent else fastbatch.make
+    env = make(found, min(episodes, 16))
     returns = run_episodes(env, policy, episodes)
     env.close()
     return returns

@@ -70,14 +70,15 @@ class Rollout:
         for array in self.arrays.values():
             array.fill(0)
         self.arrays["active"].fill(True)
-        # A batch of agents (fastbatch.agents) has rows that can sit out steps (info["active"]).
-        self.masked = hasattr(env, "agent_spec")
+        # A batch of agents (fastbatch.make_agents) has rows that can sit out steps
+        # (info["active"]); the env says what it is (BatchVectorEnv.multi_agent, .backend).
+        self.masked = env.multi_agent
         self.tensors = {k: as_tensor(v) for k, v in self.arrays.items()}  # aliases, no copies
         self.episode_returns: list[float] = []
         self.episode_lengths: list[int] = []
         self.episode_agents: list[int] = []  # a batch of agents only
         self.agent_names: tuple[str, ...] = tuple(env.possible_agents) if self.masked else ()
-        native = isinstance(env, fastbatch.NativeVectorEnv)
+        native = env.backend == "native" and not env.multi_agent  # step_into, the rollout op
         # Rows of obs[t] are 64-byte aligned when a row of N observations is a multiple of 64
         # bytes: then the pool writes each step straight into the storage (step_into).
         row_bytes = n * int(np.prod(shape, dtype=np.int64)) * obs_dtype.itemsize

@@ -30,8 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 import fastbatch
-from fastbatch.agents.native import is_native_agents_id
-from fastbatch.env_packages import load_env_sources
+from fastbatch import api
 
 from .agent import Agent
 from .config import PPOConfig
@@ -42,31 +41,25 @@ PROGRESS_COLUMNS = ("env_steps", "seconds", "mean_return", "episodes")
 
 
 def make_env(config: PPOConfig, num_envs: int | None = None, seed: int | None = None):
-    load_env_sources(config)  # the config's plugins and imports, once a process
+    """The config's batch of envs, routed once by `fastbatch.api.route`: a batch of (env,
+    agent) rows for a PettingZoo or native multi-agent env (`fastbatch.make_agents`), else
+    `fastbatch.make`'s, in SAME_STEP mode with episode statistics under ``"episode"``."""
     kwargs: dict[str, Any] = {
         **dict(config.env_kwargs),
         "autoreset_mode": "same_step",
         "seed": config.seed if seed is None else seed,
         "stats_key": "episode",
     }
+    if config.num_workers is not None:
+        kwargs["num_workers"] = config.num_workers
+    agents = True if config.pettingzoo else None  # None: as the id is (native agents or not)
+    found = api.route(config.env_id, backend=config.backend, multi_agent=agents, **kwargs)
+    if found.kind == "native" and config.num_workers is None:
+        # The batches of a PPO run are small next to the network's work: one env thread keeps
+        # the cores for TensorFlow (threads that outnumber cores slow both down).
+        found = found.with_options(num_workers=1)
     count = config.num_envs if num_envs is None else num_envs
-    if config.pettingzoo or is_native_agents_id(config.env_id):  # agent rows: make_agents
-        expected = "process" if config.pettingzoo else "native"
-        if config.backend not in (None, expected):
-            what = "a PettingZoo env" if config.pettingzoo else "a native multi-agent env"
-            raise ValueError(f"{what} steps in the {expected} backend, not {config.backend!r}")
-        if config.num_workers is not None:
-            kwargs["num_workers"] = config.num_workers
-        return fastbatch.make_agents(config.env_id, count, **kwargs)
-    if config.backend is not None:
-        kwargs["backend"] = config.backend
-    native = fastbatch.backend_for(config.env_id, config.backend) == "native"
-    # The batches of a PPO run are small next to the network's work: one env thread keeps the
-    # cores for TensorFlow (threads that outnumber cores slow both down).
-    workers = config.num_workers if config.num_workers is not None else (1 if native else None)
-    if workers is not None:
-        kwargs["num_workers"] = workers
-    return fastbatch.make(config.env_id, count, **kwargs)
+    return (fastbatch.make_agents if found.multi_agent else fastbatch.make)(found, count)
 
 
 def check_compatible(config: PPOConfig, env) -> None:
@@ -153,6 +146,8 @@ def train(
         raise ValueError("total_steps applies to resume=True; set config.total_steps instead")
     elif chief:
         config_file.write_text(config.to_json())
+    # The config's plugin libraries and imports, which register its env (once a process).
+    api.load_env_sources(config.plugins, config.imports)
     tf.random.set_seed(config.seed)
     for threads, setter in (
         (config.tf_inter_op_threads, tf.config.threading.set_inter_op_parallelism_threads),

@@ -27,12 +27,8 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 
-from fastbatch._args import frame_stack_size
-from fastbatch.env_packages import register_native_package_for, register_package_for
+from fastbatch import api
 from fastbatch.errors import EnvError, PluginError, UnknownEnvError
-from fastbatch.native.single import NativeEnv
-from fastbatch.process import wrapping
-from fastbatch.registry import REGISTRY
 
 __all__ = ["check_recordable", "record_video"]
 
@@ -68,20 +64,28 @@ def check_recordable(env_id: str, backend: str | None = None) -> None:
 
 
 def _rendering_env(env_id: str, env_kwargs: dict, backend: str | None) -> gymnasium.Env:
-    name = env_id.removeprefix("fastbatch/")
-    if backend in (None, "native") and _draws_itself(name, env_kwargs):
+    """The env the video plays, routed by `fastbatch.api`: the native env when it draws itself,
+    else gymnasium's env of the id wrapped as the process backend's workers wrap it."""
+    kwargs = dict(env_kwargs)
+    native = None
+    # A process-backend run's ``wrappers`` play gymnasium's env of the id.
+    if backend in (None, "native") and "wrappers" not in kwargs:
         try:
-            return NativeEnv(name, render_mode="rgb_array", **env_kwargs)
+            native = api.route(env_id, backend=backend, **kwargs)
+        except (UnknownEnvError, PluginError):  # e.g. a broken ALE/ package: gymnasium's env
+            native = None
+    if native is not None and native.kind == "native" and native.spec.frame is not None:
+        try:
+            return api.make_single(native, render_mode="rgb_array")
         except EnvError as exc:  # e.g. fastbatch-atari without its ROMs
             raise ValueError(f"cannot record {env_id}: making its env failed: {exc}") from None
-    if name not in gymnasium.registry:
-        register_package_for(name)  # an ALE/, MinAtar/, MiniGrid- id: its package's ids
     try:
-        spec = gymnasium.spec(name)
-    except gymnasium.error.Error:
-        spec = None
-    if spec is None or spec.entry_point is None:
-        what = "a native env without a gymnasium twin" if REGISTRY.has(name) else "unknown"
+        found = api.route(env_id, backend="process", **kwargs)
+    except UnknownEnvError:
+        found = None
+    if found is None or not isinstance(found.target, str):
+        is_native = native is not None and native.backend == "native"
+        what = "a native env without a gymnasium twin" if is_native else "unknown"
         raise ValueError(
             f"cannot record {env_id}: it does not draw itself (a native env class with Render, "
             f"fastbatch/env.h), and the recording then plays gymnasium's own env of that id, "
@@ -92,29 +96,11 @@ def _rendering_env(env_id: str, env_kwargs: dict, backend: str | None) -> gymnas
     # sound server they print "XDG_RUNTIME_DIR is invalid". Yours win if set.
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-    kwargs = dict(env_kwargs or {})
-    chain = (
-        wrapping.resolve(kwargs.pop("wrappers", None)),
-        frame_stack_size(kwargs.pop("frame_stack", None)),
-    )
-    env = gymnasium.make(name, render_mode="rgb_array", **kwargs)
+    env = api.make_single(found, render_mode="rgb_array")
     if env.render_mode != "rgb_array":
         env.close()
         raise ValueError(f"cannot record {env_id}: it has no rgb_array renderer")
-    return wrapping.apply(env, *chain)  # the frames drawn are the game's, not the network's
-
-
-def _draws_itself(name: str, env_kwargs: dict) -> bool:
-    """Whether `name` is a native env that draws itself and the run's kwargs are a native
-    env's (a process-backend run's ``wrappers`` play gymnasium's env of the id instead)."""
-    if "wrappers" in env_kwargs:
-        return False
-    if not REGISTRY.has(name):
-        try:  # an ALE/ id: fastbatch-atari's envs when installed
-            register_native_package_for(name)
-        except (UnknownEnvError, PluginError):  # that package is broken: gymnasium's env then
-            return False
-    return REGISTRY.has(name) and REGISTRY.resolve(name).spec.frame is not None
+    return env  # the frames drawn are the game's, not the network's
 
 
 def _play(env, policy, episodes: int, seed: int, returns: list[float]) -> Iterator[np.ndarray]:

@@ -24,13 +24,12 @@ from gymnasium.vector import AutoresetMode
 from fastbatch._args import (
     MODE_CODES,
     available_cores,
-    frame_stack_size,
     parse_autoreset_mode,
     positive_int,
     seed_list,
     worker_count,
 )
-from fastbatch._base import RECV_WITHOUT_SEND, BatchVectorEnv
+from fastbatch._base import NO_IDLE_ENVS, RECV_WITHOUT_SEND, BatchVectorEnv
 from fastbatch.errors import AsyncStateError
 from fastbatch.process import wrapping
 from fastbatch.process.rebalance import Rebalancer
@@ -131,7 +130,7 @@ class ProcessVectorEnv(BatchVectorEnv):
         start_timeout = _check_seconds("start_timeout", start_timeout)
         liveness_interval = _check_seconds("liveness_interval", liveness_interval)
         # Wrapped and stacked in the worker (wrapping.py), by the user's and gymnasium's wrappers.
-        chain = (wrapping.resolve(wrappers), frame_stack_size(frame_stack))
+        chain = wrapping.chain(wrappers, frame_stack)
         env_fns = [wrapping.wrapped_factory(fn, *chain) for fn in env_fns]
         num_envs = positive_int("num_envs", len(env_fns))
         workers = worker_count(num_workers, None, num_envs)
@@ -357,9 +356,7 @@ class ProcessVectorEnv(BatchVectorEnv):
         if env_ids is None:
             selected = self._idle_workers
             if not selected:
-                raise AsyncStateError(
-                    "no env is waiting for actions; recv() first (or pass env_ids)"
-                )
+                raise AsyncStateError(NO_IDLE_ENVS)
             ids = np.concatenate(
                 [np.arange(workers.block(w).start, workers.block(w).stop) for w in selected]
             )

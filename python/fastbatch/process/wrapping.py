@@ -4,8 +4,9 @@
 A wrapper is a callable ``env -> env`` (a gymnasium wrapper class taking only the env, or a
 function), or its import path ``"module:name"``: a path keeps a training config JSON (PPOConfig's
 ``env_kwargs={"wrappers": ["fastbatch.atari:preprocess"]}``), so resume, ``fastbatch eval`` and
-its ``--video`` build the same env. `resolve` checks them in the caller, before any worker
-starts; `wrapped_factory` is what the workers call; `apply` wraps an env made here (the video).
+its ``--video`` build the same env. `chain` checks them (and ``frame_stack``) in the caller,
+before any worker starts; `wrapped_factory` is what the workers call; `apply` wraps an env made
+here (`fastbatch.api.make_single`, which the video plays).
 """
 
 from __future__ import annotations
@@ -15,9 +16,17 @@ import importlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["apply", "resolve", "wrapped_factory"]
+from fastbatch._args import frame_stack_size
+
+__all__ = ["apply", "chain", "resolve", "wrapped_factory"]
 
 Wrapper = Callable[[Any], Any]
+
+
+def chain(wrappers: Iterable[Wrapper | str] | None, frame_stack: Any) -> tuple[tuple, int]:
+    """The process backend's ``wrappers`` and ``frame_stack`` arguments, checked: the wrappers
+    as callables (`resolve`) and the frames stacked (1: none), as `apply` takes them."""
+    return resolve(wrappers), frame_stack_size(frame_stack)
 
 
 def resolve(wrappers: Iterable[Wrapper | str] | None) -> tuple[Wrapper, ...]:

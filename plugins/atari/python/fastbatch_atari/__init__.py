@@ -75,18 +75,19 @@ def register() -> list[str]:
     return list(_registered)
 
 
-def native_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+def native_kwargs(spec: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """gymnasium's keyword arguments as this package's params (``fastbatch.make`` calls it):
     AtariPreprocessing's ``screen_size=(width, height)`` becomes ``screen_width`` and
     ``screen_height`` (frames of shape (height, width)); an int ``screen_size`` stays as it is
-    (square frames). ValueError naming the env for a ``screen_size`` that is neither."""
+    (square frames). ``spec``: the id's ``fastbatch.NativeEnvSpec``. ValueError naming the env
+    for a ``screen_size`` that is neither."""
     size = kwargs.get("screen_size")
     if not isinstance(size, (tuple, list)):
         return kwargs
     whole = [isinstance(v, numbers.Integral) and not isinstance(v, bool) and v > 0 for v in size]
     if len(size) != 2 or not all(whole):
         raise ValueError(
-            f"{env_id} parameter 'screen_size' must be an int or a pair (width, height) of "
+            f"{spec.id} parameter 'screen_size' must be an int or a pair (width, height) of "
             f"positive ints, as AtariPreprocessing takes it, got {size!r}"
         )
     out = {k: v for k, v in kwargs.items() if k != "screen_size"}
