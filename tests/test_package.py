@@ -73,3 +73,23 @@ def test_compiling_on_first_use_names_what_failed(tmp_path, monkeypatch):
     ):
         compile_shared(tmp_path / "out.so", [str(source)], "a test")
     assert list(tmp_path.glob("*.so")) == []  # no partial file left behind
+
+
+def test_the_readme_env_table_gives_each_native_envs_spaces():
+    """README.md's Environments table, row by row, against the registry (Spread-v0's observation
+    was once given as Box(10,), which it never was)."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("## Environments", 1)[1].split("\n\n", 2)[1]
+    rows = [line.split("|")[1:4] for line in table.splitlines()[2:]]
+    assert len(rows) >= 8
+    for id_cell, obs_cell, _ in rows:
+        env_id = re.search(r"`([^`]+)`", id_cell).group(1)
+        spec = fastbatch.spec(env_id)
+        shape = re.search(r"Box\(([\d, ]+)\)", obs_cell).group(1)
+        assert tuple(int(d) for d in shape.split(",") if d.strip()) == (
+            spec.observation_space.shape
+        ), f"{env_id}: README says Box({shape}), the env has {spec.observation_space}"
+        assert str(spec.observation_space.dtype) in obs_cell, env_id

@@ -36,8 +36,14 @@ def _train(args) -> int:
             "--plugin and --import go with a new run"
         )
     if not args.resume:
+        if args.target is None:  # the env may come as --set env_id=... (the defaults for it)
+            given = [s.split("=", 1) for s in args.set or [] if "=" in s]
+            args.target = next((v.strip() for k, v in given if k.strip() == "env_id"), None)
         if args.target is None:
-            raise SystemExit(f"fastbatch train: give a preset ({', '.join(PRESETS)}) or an env id")
+            raise SystemExit(
+                f"fastbatch train: give a preset ({', '.join(PRESETS)}), an env id, or "
+                "--set env_id=ID"
+            )
         changes = {}
         if args.steps is not None:
             changes["total_steps"] = args.steps

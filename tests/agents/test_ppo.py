@@ -180,3 +180,17 @@ def test_the_spread_preset_learns_to_cover_the_landmarks(tmp_path):
     result = train(config, tmp_path, progress=False)
     assert result["train_return"] > -16.5, result
     assert result["eval_return"] > -15.0, result
+
+
+def test_the_documented_set_env_id_form_trains_a_pettingzoo_env(tmp_path, capsys):
+    """README and docs/multi-agent.md: ``fastbatch train --set pettingzoo=true --set env_id=...``
+    (no preset or env id before the options) trains on the defaults for that env."""
+    sets = [f"env_id={DYING.env_id}", "pettingzoo=true", "num_envs=4", "rollout_steps=16"]
+    sets += ["epochs=1", "minibatches=2", "num_workers=1", "eval_episodes=0"]
+    words = [w for s in sets for w in ("--set", s)]
+    code = cli_main(["train", *words, "--steps", str(4 * 3 * 16), "--logdir", str(tmp_path)])
+    assert code == 0
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert (saved["env_id"], saved["pettingzoo"]) == (DYING.env_id, True)
+    with pytest.raises(SystemExit, match="--set env_id=ID"):
+        cli_main(["train", "--set", "pettingzoo=true"])
