@@ -214,8 +214,7 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
             raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
         if mask.shape != (self._env_count,):
             raise ValueError(
-                f"`options['reset_mask']` must have shape `({self._env_count},)` (one entry per "
-                f"env), got {mask.shape}"
+                f"`options['reset_mask']` must have shape `({self._env_count},)`, got {mask.shape}"
             )
         if not mask.any():
             raise ValueError(

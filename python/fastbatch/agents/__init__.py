@@ -1,21 +1,31 @@
-"""Multi-agent envs as batches: PettingZoo ``ParallelEnv``s stepped by the process backend, every
-(env, agent) pair one row of the batch (docs/multi-agent.md).
+"""Multi-agent envs as batches, every (env, agent) pair one row of the batch (docs/multi-agent.md):
+PettingZoo ``ParallelEnv``s stepped by the process backend (`AgentsVectorEnv`) and native
+multi-agent envs stepped by the C++ pool (`NativeAgentsVectorEnv`), both on the vector contract
+of `fastbatch.make`'s envs; `fastbatch.make_agents` builds either from `fastbatch.api`'s route.
 
 `spec` reads a ParallelEnv's agents and spaces (`AgentSpec`); `adapter` is one ParallelEnv as a
 gymnasium env of fixed-shape arrays (`AgentsEnv`), what the worker processes step; `vector` is
-the batch (`AgentsVectorEnv`, `make_agents`); `facade` is the PettingZoo parallel API over a
-batch of one env (`ParallelFacade`, `parallel_env`; it imports pettingzoo, so it is loaded on
-first use).
+the process batch (`AgentsVectorEnv`, `make_agents`); `native` the C++ one; `facade` is the
+PettingZoo parallel API over a batch of one env (`ParallelFacade`, `parallel_env`; it imports
+pettingzoo, so it is loaded on first use).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from fastbatch.agents.native import NativeAgentsVectorEnv
 from fastbatch.agents.spec import AgentSpec
 from fastbatch.agents.vector import AgentsVectorEnv, make_agents
 
-__all__ = ["AgentSpec", "AgentsVectorEnv", "ParallelFacade", "make_agents", "parallel_env"]
+__all__ = [
+    "AgentSpec",
+    "AgentsVectorEnv",
+    "NativeAgentsVectorEnv",
+    "ParallelFacade",
+    "make_agents",
+    "parallel_env",
+]
 
 
 def __getattr__(name: str) -> Any:
