@@ -101,24 +101,26 @@ _SMALL_PIXELS = PPOConfig(
 # minatar asterix and space_invaders: more updates a sample, a shorter GAE horizon, a faster lr.
 _MINATAR_16_ENVS = {"num_envs": 16, "gae_lambda": 0.9, "learning_rate": 2e-3}
 
+# cartpole: small nets, short rollouts, many envs (rl-baselines3-zoo's CartPole PPO).
+_CARTPOLE = PPOConfig(
+    env_id="CartPole-v1",
+    num_envs=8,
+    rollout_steps=32,
+    total_steps=100_000,
+    gamma=0.98,
+    gae_lambda=0.8,
+    learning_rate=3e-3,
+    anneal_lr=True,
+    epochs=15,
+    minibatches=1,
+    entropy_coef=0.0,
+    normalize_obs=False,
+    normalize_reward=False,
+    checkpoint_every=100,
+)
+
 PRESETS: dict[str, PPOConfig] = {
-    # cartpole: small nets, short rollouts, many envs (rl-baselines3-zoo's CartPole PPO).
-    "cartpole": PPOConfig(
-        env_id="CartPole-v1",
-        num_envs=8,
-        rollout_steps=32,
-        total_steps=100_000,
-        gamma=0.98,
-        gae_lambda=0.8,
-        learning_rate=3e-3,
-        anneal_lr=True,
-        epochs=15,
-        minibatches=1,
-        entropy_coef=0.0,
-        normalize_obs=False,
-        normalize_reward=False,
-        checkpoint_every=100,
-    ),
+    "cartpole": _CARTPOLE,
     # pendulum: the zoo's Pendulum PPO (gamma 0.95, 16 envs, a small initial std).
     "pendulum": PPOConfig(
         env_id="Pendulum-v1",
@@ -160,24 +162,13 @@ PRESETS: dict[str, PPOConfig] = {
         entropy_coef=0.005,
         init_log_std=0.0,
     ),
-    # cartpole_novel: velocities hidden (zoo's NoVel): a 64-unit GRU core as the zoo's RecurrentPPO.
-    "cartpole_novel": PPOConfig(
+    # cartpole_novel: velocities hidden (zoo's NoVel): cartpole with a 64-unit GRU core.
+    "cartpole_novel": _CARTPOLE.replace(
         env_id="CartPoleNoVel-v1",
         policy="gru",
-        gru_size=64,
-        num_envs=8,
-        rollout_steps=32,
-        total_steps=100_000,
-        gamma=0.98,
-        gae_lambda=0.8,
-        learning_rate=3e-3,
-        anneal_lr=True,
-        epochs=15,
-        minibatches=1,
         policy_layers=(64,),
         value_layers=(64,),
-        normalize_reward=False,
-        checkpoint_every=100,
+        normalize_obs=None,  # the default (on for vectors), not cartpole's False
     ),
     # pendulum_novel: the pendulum settings with a 64-unit GRU core for the hidden velocity.
     "pendulum_novel": PPOConfig(
