@@ -16,8 +16,12 @@ The timing rules (bench/README.md, "Harness", says the same):
   every contender up, then times them in rounds (each contender once a round, in order), so
   that drifting load falls on all of them alike.
 
-Only the public fastbatch names reach this module (it imports no fastbatch module at all):
-the scripts pass their env's spaces and step functions in.
+No env reaches this module through an import: the scripts pass their env's spaces and step
+functions in. It imports two fastbatch helpers for the run's metadata, so that a figure is
+printed beside what the library itself reads: `fastbatch.cpu` (the CPU model and the features
+fastbatch's dispatch checks, for the header's CPU line) and `fastbatch.process.other_cpu`
+(``OthersCpu``: the cores other processes used, as the process backend's rebalancer measures
+them).
 """
 
 from __future__ import annotations

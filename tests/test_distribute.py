@@ -218,16 +218,19 @@ def test_each_global_minibatch_normalises_its_advantages_over_every_workers_part
     first = _Recorded()
     advantage_stats(tf.constant(advs[1]), orders[1], minibatches, first)
     stats = advantage_stats(tf.constant(advs[0]), orders[0], minibatches, _PairedWith(first))
-    assert stats.shape == (epochs, minibatches, 2)
+    assert stats.mean.shape == stats.std.shape == (epochs, minibatches)
     for e in range(epochs):
         for k in range(minibatches):
             union = np.concatenate(
                 [a[:, o.numpy()[e]][:, 10 * k : 10 * k + 10].ravel() for a, o in zip(advs, orders)]
             )
-            np.testing.assert_allclose(stats[e, k], [union.mean(), union.std()], rtol=1e-5)
+            got = stats.at(e).at(k)
+            np.testing.assert_allclose([got.mean, got.std], [union.mean(), union.std()], rtol=1e-5)
     # One worker's statistics are its minibatch's own, and one unshuffled minibatch is the batch.
     alone = advantage_stats(tf.constant(advs[0]), None, 1, _Recorded())
-    np.testing.assert_allclose(alone[0, 0], [advs[0].mean(), advs[0].std()], rtol=1e-5)
+    np.testing.assert_allclose(
+        [alone.mean[0, 0], alone.std[0, 0]], [advs[0].mean(), advs[0].std()], rtol=1e-5
+    )
 
 
 def test_the_logged_return_is_over_return_window_episodes_of_all_workers():

@@ -44,6 +44,11 @@ from .rollout import Rollout
 from .torsos import Encoded, make_torso
 
 
+def flat(x):
+    """`x` with its two leading axes merged: ``[T, N, ...] -> [T * N, ...]``."""
+    return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
+
+
 def adapt_kl_penalty(beta, kl, target):
     """The paper's rule: x1.5 when the update's KL exceeds 1.3x the target, /1.5 below 0.7x."""
     return tf.where(kl > 1.3 * target, beta * 1.5, tf.where(kl < 0.7 * target, beta / 1.5, beta))
@@ -301,9 +306,6 @@ class Agent(tf.Module):
         obs = raw_obs[:T]  # [T, N, *obs_shape], the env's dtype: made float inside the networks
         starts = tf.concat([starts0[None], breaks[:-1]], axis=0)  # the episode begins at obs[t]
 
-        def flat(x):  # [T, N, ...] -> [T * N, ...]
-            return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
-
         # The behaviour policy's view of the rollout (the weights it was collected with).
         features, states = self.core.sequence(self.normalize(obs), state0, starts)
         b_params = self.policy(flat(features))
@@ -363,7 +365,7 @@ class Agent(tf.Module):
                 order = orders[epoch]
                 shuffled_state0 = tf.gather(state0, order)
                 shuffled = {k: tf.gather(x, order, axis=1) for k, x in data.items()}
-            epoch_adv_stats = adv_stats[0 if orders is None else epoch]
+            epoch_adv_stats = adv_stats.at(0 if orders is None else epoch)
 
             def minibatch_body(k, stats, first_ratio):
                 lo = k * mb
@@ -371,7 +373,7 @@ class Agent(tf.Module):
                     take(shuffled_state0, lo, mb, 0),
                     {name: take(x, lo, mb, 1) for name, x in shuffled.items()},
                     old_log_std,
-                    epoch_adv_stats[k],
+                    epoch_adv_stats.at(k),
                 )
                 first_ratio = tf.where(tf.equal(epoch + k, 0), ratio_dev, first_ratio)
                 return k + 1, {n: stats[n] + mb_losses[n] for n in stats}, first_ratio
@@ -424,20 +426,16 @@ class Agent(tf.Module):
     def _minibatch(self, state0, batch, log_std, adv_stats):
         """One gradient step on a minibatch of sequences: `state0` [B, S], `batch` the data
         of `_update` by name, each [S, B, ...] (the core replays each sequence from its state;
-        losses are over every step). `adv_stats`: the mean and std its advantages are normalised
+        losses are over every step). `adv_stats`: the `MeanStd` its advantages are normalised
         with (minibatches.py). Returns the MINIBATCH_METRICS by name and the largest |ratio - 1|."""
         c = self.config
-
-        def flat(x):
-            return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
-
         obs, starts = batch["obs"], batch["starts"]
         actions, old_logp, old_values, old_params, adv, returns = (
             flat(batch[name])
             for name in ("actions", "old_logp", "old_values", "old_params", "adv", "returns")
         )
         weight = flat(batch["weight"]) if "weight" in batch else None
-        adv = (adv - adv_stats[0]) / (adv_stats[1] + 1e-8)
+        adv = (adv - adv_stats.mean) / (adv_stats.std + 1e-8)
         with tf.GradientTape() as tape:
             features, _ = self.core.sequence(self.normalize(obs), state0, starts)
             features = flat(features)

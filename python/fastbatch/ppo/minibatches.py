@@ -15,9 +15,23 @@ the update's counter, the seed and the rank), and one gather per update merges t
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import tensorflow as tf
 
 from .distribute import Key
+
+
+class MeanStd(NamedTuple):
+    """Advantage statistics by name: a mean and a std of one shape (``[epochs, minibatches]``
+    from `advantage_stats`, one minibatch's scalars after `at`)."""
+
+    mean: tf.Tensor
+    std: tf.Tensor
+
+    def at(self, index) -> MeanStd:
+        """Both statistics at `index` along their first axis (an epoch, then a minibatch)."""
+        return MeanStd(self.mean[index], self.std[index])
 
 
 def shuffle_orders(update, seed: int, rank: int, epochs: int, units: int):
@@ -42,8 +56,8 @@ def take(x, lo, size: int, axis: int):
 
 
 def advantage_stats(adv, orders, minibatches: int, sync, weight=None):
-    """``[epochs, minibatches, 2]``: the mean and std of the advantages of each epoch's k-th
-    minibatch, over every worker's (`sync`: distribute.py). `adv` is ``[S, U]``; `orders` is
+    """`MeanStd`, each ``[epochs, minibatches]``: the advantages' mean and std for each epoch's
+    k-th minibatch, over every worker's (`sync`: distribute.py). `adv` is ``[S, U]``; `orders` is
     `shuffle_orders`' output, or None for one unshuffled minibatch (then ``epochs`` is 1 and
     every epoch reads row 0). `weight` (``[S, U]``, 0 or 1): only the samples weighing 1 count
     (a batch of agents: the steps their agents acted)."""
@@ -61,7 +75,7 @@ def advantage_stats(adv, orders, minibatches: int, sync, weight=None):
     union_mean = tf.reduce_sum(every[:, 0] * every[:, 1], axis=0) / total
     spread = tf.reduce_sum(every[:, 0] * tf.square(every[:, 1] - union_mean), axis=0)
     union_var = (tf.reduce_sum(every[:, 2], axis=0) + spread) / total
-    return tf.stack([union_mean, tf.sqrt(union_var)], axis=-1)
+    return MeanStd(union_mean, tf.sqrt(union_var))
 
 
 def _groups(x, orders, minibatches: int):
@@ -76,8 +90,8 @@ def _groups(x, orders, minibatches: int):
     return tf.reshape(shuffled[:, :, : size * minibatches], [epochs, -1, minibatches, size])
 
 
-def merge_moments(mean, var, sync):
-    """The mean and std (stacked on a last axis) of the union of equal-sized samples whose
+def merge_moments(mean, var, sync) -> MeanStd:
+    """The mean and std of the union of equal-sized samples whose
     means and variances the workers hold: the union's variance is the mean of the variances
     plus the variance of the means (computed from every worker's means, centred: no
     cancellation). One worker's are its own, bit for bit."""
@@ -85,4 +99,4 @@ def merge_moments(mean, var, sync):
     union_mean = tf.reduce_mean(every[:, 0], axis=0)
     spread = tf.reduce_mean(tf.square(every[:, 0] - union_mean), axis=0)
     union_var = tf.reduce_mean(every[:, 1], axis=0)
-    return tf.stack([union_mean, tf.sqrt(union_var + spread)], axis=-1)
+    return MeanStd(union_mean, tf.sqrt(union_var + spread))

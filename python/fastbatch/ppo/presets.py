@@ -32,8 +32,7 @@ _SIMPLE_SPREAD = PPOConfig(
     checkpoint_every=100,
 )
 
-# CleanRL's Atari PPO settings on ale-py's env through the process backend (the `atari` preset;
-# `atari_native` runs the same frames on fastbatch-atari's envs).
+# CleanRL's Atari PPO settings (the `atari` preset; `atari_native` shares them).
 _ATARI = PPOConfig(
     env_id="ALE/Breakout-v5",
     env_kwargs={
@@ -57,10 +56,8 @@ _ATARI = PPOConfig(
     value_clip=0.1,
     entropy_coef=0.01,
     checkpoint_every=100,
-    tf_intra_op_threads=0,  # the CNN's convolutions use every core (1.3x over one here)
-    # bfloat16 torso where the CPU has it: the update 1.45x faster here, the return at 1M frames
-    # alike (bench/README.md, "bfloat16 torsos"); MinAtar's small CNN gained nothing from it.
-    cnn_dtype="auto",
+    tf_intra_op_threads=0,  # the CNN's convolutions use every core
+    cnn_dtype="auto",  # a bfloat16 torso where the CPU computes it natively
 )
 
 # CleanRL's MuJoCo PPO settings: 8 envs x 256 steps, 10 epochs of 32 minibatches, lr 3e-4 annealed.
@@ -78,9 +75,7 @@ _CLEANRL_MUJOCO = PPOConfig(
 _WIDE_MUJOCO = _CLEANRL_MUJOCO.replace(
     num_envs=32, rollout_steps=64, minibatches=8, init_log_std=-1.0
 )
-# Small images (MinAtar's 10x10, GridChase's 8x8): the small CNN and linear heads on its features;
-# 32 envs x 128 steps in 8 minibatches at lr 1e-3 (SB3's anchor of 8 envs at 5e-4 plateaus near
-# 5-6 on Breakout; these settings pass 10 at ~0.9M steps: bench/README.md, "Pixels").
+# Small images (MinAtar's 10x10, GridChase's 8x8): the small CNN, linear heads, more envs than SB3.
 _SMALL_PIXELS = PPOConfig(
     cnn="small",
     policy_layers=(),
@@ -95,30 +90,32 @@ _SMALL_PIXELS = PPOConfig(
     entropy_coef=0.01,
     normalize_reward=False,
     checkpoint_every=100,
-    tf_intra_op_threads=0,  # the update's convolutions on every core: 1.4x over one here
+    tf_intra_op_threads=0,  # the update's convolutions on every core
 )
 
 # minatar asterix and space_invaders: more updates a sample, a shorter GAE horizon, a faster lr.
 _MINATAR_16_ENVS = {"num_envs": 16, "gae_lambda": 0.9, "learning_rate": 2e-3}
 
+# cartpole: small nets, short rollouts, many envs (rl-baselines3-zoo's CartPole PPO).
+_CARTPOLE = PPOConfig(
+    env_id="CartPole-v1",
+    num_envs=8,
+    rollout_steps=32,
+    total_steps=100_000,
+    gamma=0.98,
+    gae_lambda=0.8,
+    learning_rate=3e-3,
+    anneal_lr=True,
+    epochs=15,
+    minibatches=1,
+    entropy_coef=0.0,
+    normalize_obs=False,
+    normalize_reward=False,
+    checkpoint_every=100,
+)
+
 PRESETS: dict[str, PPOConfig] = {
-    # cartpole: small nets, short rollouts, many envs (rl-baselines3-zoo's CartPole PPO).
-    "cartpole": PPOConfig(
-        env_id="CartPole-v1",
-        num_envs=8,
-        rollout_steps=32,
-        total_steps=100_000,
-        gamma=0.98,
-        gae_lambda=0.8,
-        learning_rate=3e-3,
-        anneal_lr=True,
-        epochs=15,
-        minibatches=1,
-        entropy_coef=0.0,
-        normalize_obs=False,
-        normalize_reward=False,
-        checkpoint_every=100,
-    ),
+    "cartpole": _CARTPOLE,
     # pendulum: the zoo's Pendulum PPO (gamma 0.95, 16 envs, a small initial std).
     "pendulum": PPOConfig(
         env_id="Pendulum-v1",
@@ -160,24 +157,13 @@ PRESETS: dict[str, PPOConfig] = {
         entropy_coef=0.005,
         init_log_std=0.0,
     ),
-    # cartpole_novel: velocities hidden (zoo's NoVel): a 64-unit GRU core as the zoo's RecurrentPPO.
-    "cartpole_novel": PPOConfig(
+    # cartpole_novel: velocities hidden (zoo's NoVel): cartpole with a 64-unit GRU core.
+    "cartpole_novel": _CARTPOLE.replace(
         env_id="CartPoleNoVel-v1",
         policy="gru",
-        gru_size=64,
-        num_envs=8,
-        rollout_steps=32,
-        total_steps=100_000,
-        gamma=0.98,
-        gae_lambda=0.8,
-        learning_rate=3e-3,
-        anneal_lr=True,
-        epochs=15,
-        minibatches=1,
         policy_layers=(64,),
         value_layers=(64,),
-        normalize_reward=False,
-        checkpoint_every=100,
+        normalize_obs=None,  # the default (on for vectors), not cartpole's False
     ),
     # pendulum_novel: the pendulum settings with a 64-unit GRU core for the hidden velocity.
     "pendulum_novel": PPOConfig(
@@ -228,13 +214,7 @@ PRESETS: dict[str, PPOConfig] = {
     "ant": _WIDE_MUJOCO.replace(
         env_id="Ant-v5", env_kwargs={"include_cfrc_ext_in_observation": False}
     ),
-    # minatar_*: the MinAtar paper's network (cnn="small": 3x3x16 conv, 128 units, linear heads)
-    # on its bool 10x10xC frames through the process backend (`pip install minatar`); asterix
-    # and space_invaders with 16 envs (twice the gradient steps a sample: asterix's return 5 in
-    # a median 54 s against 72 s with 32 envs; space invaders' 30 in 0.61-0.77x the steps), and
-    # on them GAE lambda 0.9 with lr 2e-3: asterix's 5 in 201-395k steps against 442-547k,
-    # space invaders' 30 in 76-115k against 133-162k, higher final returns (bench/README.md,
-    # "Pixels"; seaquest with the pair, at 32 envs, did worse: 2.65 at 1.2M against 4.00).
+    # minatar_*: the MinAtar paper's network on its 10x10 frames through the process backend.
     **{
         f"minatar_{key}": _SMALL_PIXELS.replace(env_id=f"MinAtar/{name}-v1", **changes)
         for key, name, changes in (
@@ -245,13 +225,9 @@ PRESETS: dict[str, PPOConfig] = {
             ("space_invaders", "SpaceInvaders", _MINATAR_16_ENVS),
         )
     },
-    # atari: CleanRL's ppo_atari.py (8 envs x 128 steps, 4 epochs of 4 minibatches, lr 2.5e-4
-    # annealed, clip 0.1, entropy 0.01, Nature CNN on 84x84 gray frames stacked 4, no sticky
-    # actions) through the process backend; `--set env_id=ALE/Pong-v5` for another game
-    # (`pip install "fastbatch[atari]"`; fastbatch.atari says where it departs from CleanRL).
+    # atari: CleanRL's ppo_atari.py on ale-py's envs through the process backend.
     "atari": _ATARI,
-    # atari_native: the same frames and settings on fastbatch-atari's native envs (the plugins/
-    # atari package; tests/native_atari shows the frames equal the process stack's bit for bit).
+    # atari_native: the same frames and settings on fastbatch-atari's native envs (plugins/atari).
     "atari_native": _ATARI.replace(
         env_kwargs={
             "frameskip": 1,
@@ -262,24 +238,11 @@ PRESETS: dict[str, PPOConfig] = {
         },
         backend="native",
     ),
-    # simple_spread: mpe2's simple_spread_v3 (3 agents, 25 steps, discrete actions) with one
-    # network for every agent, through the process backend (`pip install "fastbatch[agents]"`);
-    # 32 envs (96 agent rows) x 200 steps in 64 minibatches of 300, 10 epochs, lr 7e-4 annealed,
-    # entropy 0.01, and the 25-step horizon ends the task (no bootstrap at truncation, as MAPPO
-    # and SB3 over SuperSuit do), gamma 0.8. No agent sees the clock, so with gamma 0.99 the
-    # value had to guess how many of the 25 steps were left; the reward is dense (distances
-    # each step) and a 5-step horizon learns it sooner and further (bench/README.md: native
-    # Spread-v0 90% of the way to a scripted controller in 42-44 s, where 0.99 plateaued at 2/3;
-    # simple_spread_v3 at SB3's 1M-step return in 26-38 s against 0.99's 48-72 s). Steps count
-    # agent rows, as SB3 over SuperSuit does.
+    # simple_spread: mpe2's, one network for every agent; the agents see no clock: gamma 0.8.
     "simple_spread": _SIMPLE_SPREAD,
-    # spread: fastbatch's native multi-agent particle task Spread-v0 (3 agents, 3 landmarks, 25
-    # steps; src/cpp/envs/spread.h), stepped by the C++ pool, one network for every agent: the
-    # simple_spread settings (the two tasks share their shape and horizon). Its solved bar is
-    # bench/ppo_spread.py's scripted controller.
+    # spread: the native Spread-v0 (src/cpp/envs/spread.h) on simple_spread's settings.
     "spread": _SIMPLE_SPREAD.replace(env_id="Spread-v0", pettingzoo=False),
-    # gridchase: the README's plugin example (examples/native_env_plugin, built by its CMake;
-    # `fastbatch train gridchase --plugin build/libgrid_chase.so`): a uint8 (3, 8, 8) image.
+    # gridchase: the README's plugin example (examples/native_env_plugin), a uint8 (3, 8, 8) image.
     "gridchase": _SMALL_PIXELS.replace(
         env_id="GridChase-v0", num_envs=16, rollout_steps=64, total_steps=300_000
     ),
