@@ -52,8 +52,9 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   if (num_agents_ > 1 && config.frame_stack != 1) {
     // The message first: spec_ may belong to the block (block_spec), which destroy frees.
     const std::string message = std::string(spec_->id) + " holds " + std::to_string(num_agents_) +
-                                " agents per env, and multi-agent envs step without "
-                                "frame_stack for now (frame_stack=1)";
+                                " agents per env: frame_stack is not supported yet for "
+                                "multi-agent envs (got frame_stack=" +
+                                std::to_string(config.frame_stack) + "; use 1)";
     api_->destroy(block_);
     throw std::invalid_argument(message);
   }
