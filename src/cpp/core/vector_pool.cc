@@ -15,7 +15,7 @@ namespace fastbatch {
 VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
     : api_(api),
       spec_(api->spec()),
-      env_truncates_(HasV2Fields(api)),
+      has_v2_fields_(HasV2Fields(api)),
       num_envs_(config.num_envs),
       mode_(config.autoreset_mode),
       max_threads_(ClampThreads(config)),
@@ -32,7 +32,7 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
     if (error.env_index == FB_ERROR_INVALID_ARGUMENT) throw std::invalid_argument(error.message);
     throw EnvError(-1, std::string("creating envs failed: ") + error.message);
   }
-  if (env_truncates_ && api_->block_spec != nullptr) {  // spaces that depend on the params
+  if (has_v2_fields_ && api_->block_spec != nullptr) {  // spaces that depend on the params
     spec_ = api_->block_spec(block_);
     try {
       ValidateSpec(spec_, api_->abi_version, "the spec for the params given");
@@ -60,7 +60,7 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   }
   if (config.frame_stack != 1) {
     try {
-      frame_stack_.emplace(*spec_, SpecBytes(env_truncates_ ? api_->abi_version : 1),
+      frame_stack_.emplace(*spec_, SpecBytes(has_v2_fields_ ? api_->abi_version : 1),
                            config.frame_stack, num_envs_);
     } catch (...) {
       api_->destroy(block_);
@@ -84,7 +84,7 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   ep_time_out_.assign(n, 0.0);
   if (mode_ == AutoresetMode::kSameStep)
     final_obs_.assign(n * static_cast<size_t>(obs_row_bytes_), 0);
-  info_row_ = InfoRowSize(spec_, env_truncates_ ? api_->abi_version : 1);
+  info_row_ = InfoRowSize(spec_, has_v2_fields_ ? api_->abi_version : 1);
   const auto info_row = static_cast<size_t>(info_row_);
   info_.assign(n * info_row, 0.0);
   if (mode_ == AutoresetMode::kSameStep) final_info_.assign(n * info_row, 0.0);
@@ -359,7 +359,7 @@ int64_t VectorPool::EnvBooks(int64_t begin, int64_t end, const BatchOut& out, do
     if (frame_stack_) frame_stack_->Push(i, obs + i * obs_row_bytes_);
     ++elapsed_[k];
     ep_return_[k] += static_cast<double>(reward[i]);
-    const bool trunc = (env_truncates_ && truncated[i] != 0) ||
+    const bool trunc = (has_v2_fields_ && truncated[i] != 0) ||
                        (max_episode_steps_ > 0 && elapsed_[k] >= max_episode_steps_);
     truncated[i] = trunc ? 1 : 0;
     const bool done = terminated[i] != 0 || trunc;

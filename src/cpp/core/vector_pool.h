@@ -305,7 +305,10 @@ class VectorPool {
   // The envs' spec: the block's (its params' spaces), owned by the table or block, or its
   // stacked copy owned by frame_stack_.
   const fb_spec* spec_;
-  bool env_truncates_;  // ABI version 2: envs report truncation in fb_batch.truncated
+  // The table has the fields ABI version 2 appended (HasV2Fields): block_spec, envs reporting
+  // truncation in fb_batch.truncated, and specs laid out as its version says; without them it
+  // is read as a version-1 table.
+  bool has_v2_fields_;
   void* block_ = nullptr;
   int64_t num_envs_;
   AutoresetMode mode_;
