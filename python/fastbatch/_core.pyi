@@ -221,10 +221,6 @@ class _Deadline:
     def cancel(self) -> None:
         """No deadline any more."""
 
-    @property
-    def remaining(self) -> float:
-        """Seconds left before the process ends (0 once cancelled)."""
-
 class _ThreadTuner:
     """The native pool's thread tuner (core/worker_pool.h): chooses a count from 1 to
     ``max_threads`` from the batch-step times it is given, probing neighbouring counts."""

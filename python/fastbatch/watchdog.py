@@ -14,5 +14,5 @@ __all__ = ["Deadline"]
 
 class Deadline(_core._Deadline):
     """Ends the process with ``exit_code`` after ``seconds``, printing ``message`` on stderr,
-    unless `cancel` is called first; `extend` moves the end (and may replace the message),
-    `remaining` tells the seconds left. ``Deadline(seconds, message, exit_code)``."""
+    unless `cancel` is called first; `extend` moves the end (and may replace the message).
+    ``Deadline(seconds, message, exit_code)``."""

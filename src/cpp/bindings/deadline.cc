@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <stdexcept>
@@ -41,12 +40,6 @@ void Deadline::Cancel() {
   std::lock_guard<std::mutex> lock(mutex_);
   cancelled_ = true;
   changed_.notify_all();
-}
-
-double Deadline::Remaining() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (cancelled_) return 0.0;
-  return std::max(0.0, std::chrono::duration<double>(due_ - Clock::now()).count());
 }
 
 void Deadline::Run() {

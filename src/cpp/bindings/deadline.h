@@ -29,8 +29,6 @@ class Deadline {
   void Extend(double seconds, const std::string& message);
   // No deadline any more (the thread ends).
   void Cancel();
-  // Seconds left before the process ends (0 when cancelled).
-  double Remaining();
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -203,8 +203,7 @@ void RegisterDeadline(py::module_& m) {
            py::arg("exit_code"))
       .def("extend", &Deadline::Extend, py::arg("seconds"), py::arg("message") = std::string(),
            "The deadline is now `seconds` from now (a non-empty message replaces the message).")
-      .def("cancel", &Deadline::Cancel, "No deadline any more.")
-      .def_property_readonly("remaining", &Deadline::Remaining);
+      .def("cancel", &Deadline::Cancel, "No deadline any more.");
 }
 
 }  // namespace

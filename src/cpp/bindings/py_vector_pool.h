@@ -64,8 +64,8 @@ class PyVectorPool {
  public:
   // autoreset_mode: 0 next step, 1 same step, 2 disabled. batch_size 0 or num_envs: sync;
   // smaller: async (send/recv). frame_stack > 1: each observation row is the env's last
-  // frame_stack observations (vector_pool.h, "Frame stacking"), and so are the spec and every
-  // array handed out. Raises ValueError for an argument out of range.
+  // frame_stack observations (core/frame_stack.h), and so are the spec and every array handed
+  // out. Raises ValueError for an argument out of range.
   PyVectorPool(const EnvType& type, int64_t num_envs, int num_threads, int autoreset_mode,
                int64_t max_episode_steps, std::vector<double> params, int64_t batch_size,
                int max_async_threads = 0, int64_t frame_stack = 1);

@@ -15,7 +15,7 @@ namespace fastbatch {
 VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
     : api_(api),
       spec_(api->spec()),
-      env_truncates_(HasV2Fields(api)),
+      has_v2_fields_(HasV2Fields(api)),
       num_envs_(config.num_envs),
       mode_(config.autoreset_mode),
       max_threads_(ClampThreads(config)),
@@ -32,7 +32,7 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
     if (error.env_index == FB_ERROR_INVALID_ARGUMENT) throw std::invalid_argument(error.message);
     throw EnvError(-1, std::string("creating envs failed: ") + error.message);
   }
-  if (env_truncates_ && api_->block_spec != nullptr) {  // spaces that depend on the params
+  if (has_v2_fields_ && api_->block_spec != nullptr) {  // spaces that depend on the params
     spec_ = api_->block_spec(block_);
     try {
       ValidateSpec(spec_, api_->abi_version, "the spec for the params given");
@@ -52,18 +52,22 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   if (num_agents_ > 1 && config.frame_stack != 1) {
     // The message first: spec_ may belong to the block (block_spec), which destroy frees.
     const std::string message = std::string(spec_->id) + " holds " + std::to_string(num_agents_) +
-                                " agents per env, and multi-agent envs step without "
-                                "frame_stack for now (frame_stack=1)";
+                                " agents per env: frame_stack is not supported yet for "
+                                "multi-agent envs (got frame_stack=" +
+                                std::to_string(config.frame_stack) + "; use 1)";
     api_->destroy(block_);
     throw std::invalid_argument(message);
   }
   if (config.frame_stack != 1) {
     try {
-      StackFrames(config.frame_stack);
+      frame_stack_.emplace(*spec_, SpecBytes(has_v2_fields_ ? api_->abi_version : 1),
+                           config.frame_stack, num_envs_);
     } catch (...) {
       api_->destroy(block_);
       throw;
     }
+    spec_ = &frame_stack_->spec();
+    obs_row_bytes_ = frame_stack_->row_bytes();
   }
 
   const auto n = static_cast<size_t>(num_envs_);
@@ -80,7 +84,7 @@ VectorPool::VectorPool(const fb_env_api* api, const PoolConfig& config)
   ep_time_out_.assign(n, 0.0);
   if (mode_ == AutoresetMode::kSameStep)
     final_obs_.assign(n * static_cast<size_t>(obs_row_bytes_), 0);
-  info_row_ = InfoRowSize(spec_, env_truncates_ ? api_->abi_version : 1);
+  info_row_ = InfoRowSize(spec_, has_v2_fields_ ? api_->abi_version : 1);
   const auto info_row = static_cast<size_t>(info_row_);
   info_.assign(n * info_row, 0.0);
   if (mode_ == AutoresetMode::kSameStep) final_info_.assign(n * info_row, 0.0);
@@ -116,71 +120,6 @@ int VectorPool::MaxActiveThreads(const PoolConfig& config) {
   if (config.batch_size <= 0 || config.batch_size >= config.num_envs) return threads;
   return static_cast<int>(std::clamp<int64_t>(config.max_async_threads, threads,
                                               std::max<int64_t>(threads, config.num_envs)));
-}
-
-void VectorPool::StackFrames(int64_t k) {
-  const fb_space& obs = spec_->observation;
-  const std::string id = spec_->id;
-  if (k < 1) {
-    throw std::invalid_argument("frame_stack must be a positive integer, got " + std::to_string(k));
-  }
-  if (obs.is_discrete) {
-    throw std::invalid_argument(id + ": frame_stack needs a Box observation space, not Discrete");
-  }
-  if (obs.ndim >= FASTBATCH_MAX_NDIM) {
-    throw std::invalid_argument(id + ": frame_stack adds a first axis to its observations of " +
-                                std::to_string(obs.ndim) + " axes, and observations have at most " +
-                                std::to_string(FASTBATCH_MAX_NDIM));
-  }
-  frame_stack_ = k;
-  // The fields the table's version has (an older table's spec is a shorter struct).
-  stacked_spec_ = fb_spec{};
-  std::memcpy(&stacked_spec_, spec_, SpecBytes(env_truncates_ ? api_->abi_version : 1));
-  fb_space& stacked = stacked_spec_.observation;
-  stacked.ndim = obs.ndim + 1;
-  stacked.shape[0] = k;
-  for (int32_t d = 0; d < obs.ndim; ++d) stacked.shape[d + 1] = obs.shape[d];
-  const int64_t size = frame_bytes_ / DTypeSize(obs.dtype);
-  auto tile = [&](const double* bounds, std::vector<double>* out) -> const double* {
-    if (bounds == nullptr) return nullptr;
-    out->clear();
-    for (int64_t s = 0; s < k; ++s) out->insert(out->end(), bounds, bounds + size);
-    return out->data();
-  };
-  stacked.low = tile(obs.low, &stacked_low_);
-  stacked.high = tile(obs.high, &stacked_high_);
-  spec_ = &stacked_spec_;
-  obs_row_bytes_ = k * frame_bytes_;
-  const auto n = static_cast<size_t>(num_envs_);
-  raw_obs_.assign(n * static_cast<size_t>(frame_bytes_), 0);
-  frames_.assign(n * static_cast<size_t>(obs_row_bytes_), 0);
-  oldest_frame_.assign(n, 0);
-}
-
-void VectorPool::StartStack(int64_t i, uint8_t* obs) {
-  const auto frame = static_cast<size_t>(frame_bytes_);
-  const auto row_bytes = static_cast<size_t>(obs_row_bytes_);
-  const auto k = static_cast<size_t>(i);
-  const uint8_t* raw = raw_obs_.data() + k * frame;
-  uint8_t* row = obs + k * row_bytes;
-  for (size_t at = 0; at < row_bytes; at += frame) std::memcpy(row + at, raw, frame);
-  std::memcpy(frames_.data() + k * row_bytes, row, row_bytes);
-  oldest_frame_[k] = 0;
-}
-
-void VectorPool::PushFrame(int64_t i, uint8_t* obs) {
-  const auto frame = static_cast<size_t>(frame_bytes_);
-  const auto row_bytes = static_cast<size_t>(obs_row_bytes_);
-  const auto k = static_cast<size_t>(i);
-  uint8_t* ring = frames_.data() + k * row_bytes;
-  auto oldest = static_cast<size_t>(oldest_frame_[k]);
-  std::memcpy(ring + oldest * frame, raw_obs_.data() + k * frame, frame);  // the newest now
-  oldest = oldest + 1 == static_cast<size_t>(frame_stack_) ? 0 : oldest + 1;
-  oldest_frame_[k] = static_cast<int64_t>(oldest);
-  uint8_t* row = obs + k * row_bytes;
-  const size_t older = row_bytes - oldest * frame;  // ring slots [oldest, k), then [0, oldest)
-  std::memcpy(row, ring + oldest * frame, older);
-  std::memcpy(row + older, ring, oldest * frame);
 }
 
 double VectorPool::Now() {
@@ -283,7 +222,7 @@ void VectorPool::ResetEnvs(int64_t begin, int64_t end, fb_error* error, uint8_t*
   for (int64_t i = begin; i < end; ++i) {
     if (call_mask_ == nullptr || call_mask_[i] != 0) {
       StartEpisode(i, now);
-      if (frame_stack_ > 1) StartStack(i, obs);
+      if (frame_stack_) frame_stack_->Start(i, obs + i * obs_row_bytes_);
       std::fill_n(agent_active_.begin() + i * num_agents_, num_agents_, uint8_t{1});
     } else if (prev != nullptr && prev != obs &&
                !(is_async() && in_flight_[static_cast<size_t>(i)])) {  // a worker owns that row
@@ -386,7 +325,6 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
   const int64_t ended =
       num_agents_ > 1 ? AgentBooks(begin, end, out, &now) : EnvBooks(begin, end, out, &now);
   auto* obs = static_cast<uint8_t*>(out.obs);
-  const bool stacking = frame_stack_ > 1;
   if (mode_ == AutoresetMode::kSameStep && ended > 0) {
     batch.reset_mask = done_.data();
     fb_error reset_error{};
@@ -397,7 +335,7 @@ int64_t VectorPool::StepEnvs(int64_t begin, int64_t end, const void* actions, co
     for (int64_t i = begin; i < end; ++i) {
       if (!done_[static_cast<size_t>(i)]) continue;
       StartEpisode(i, now);
-      if (stacking) StartStack(i, obs);
+      if (frame_stack_) frame_stack_->Start(i, obs + i * obs_row_bytes_);
     }
   }
   return step_failed ? -1 : ended;
@@ -408,7 +346,6 @@ int64_t VectorPool::EnvBooks(int64_t begin, int64_t end, const BatchOut& out, do
   const uint8_t* terminated = out.terminated;
   uint8_t* truncated = out.truncated;
   auto* obs = static_cast<uint8_t*>(out.obs);
-  const bool stacking = frame_stack_ > 1;
   const bool next_step = mode_ == AutoresetMode::kNextStep;
   int64_t ended = 0;
   double now = *now_out;
@@ -418,10 +355,11 @@ int64_t VectorPool::EnvBooks(int64_t begin, int64_t end, const BatchOut& out, do
       truncated[i] = 0;
       continue;
     }
-    if (stacking) PushFrame(i, obs);  // before SAME_STEP keeps it as the final observation
+    // Before SAME_STEP keeps the row as the final observation.
+    if (frame_stack_) frame_stack_->Push(i, obs + i * obs_row_bytes_);
     ++elapsed_[k];
     ep_return_[k] += static_cast<double>(reward[i]);
-    const bool trunc = (env_truncates_ && truncated[i] != 0) ||
+    const bool trunc = (has_v2_fields_ && truncated[i] != 0) ||
                        (max_episode_steps_ > 0 && elapsed_[k] >= max_episode_steps_);
     truncated[i] = trunc ? 1 : 0;
     const bool done = terminated[i] != 0 || trunc;
@@ -444,7 +382,7 @@ bool VectorPool::AutoresetBooks(int64_t i, bool next_step, uint8_t* obs, double*
   if (!(next_step && needs_reset_[k])) return false;
   if (*now == 0.0) *now = Now();  // NEXT_STEP autoreset happened
   StartEpisode(i, *now);
-  if (frame_stack_ > 1) StartStack(i, obs);
+  if (frame_stack_) frame_stack_->Start(i, obs + i * obs_row_bytes_);
   done_[k] = 0;
   return true;
 }

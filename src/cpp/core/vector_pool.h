@@ -4,8 +4,8 @@
 // Buffers: the caller passes the output arrays of every call (`BatchOut`), so results can land
 // in pool-owned slots or straight in the caller's own memory. The pool owns only per-env
 // bookkeeping (RNGs, step counters, episode statistics, SAME_STEP final observations, the frame
-// stacks: "Frame stacking" below) and the envs' info rows (ABI version 3), which the caller
-// reads after each call like the statistics.
+// stacks: frame_stack.h) and the envs' info rows (ABI version 3), which the caller reads after
+// each call like the statistics.
 //
 // Threading: all methods are called by one thread at a time (the Python layer guarantees it).
 // Inside Reset/Step the envs are split into chunks of `chunk_size()` envs (borders on cache-line
@@ -34,15 +34,7 @@
 // A waiting thread spins, then yields, then sleeps on a futex word that is signalled only when
 // someone sleeps on it.
 //
-// Frame stacking (PoolConfig.frame_stack = k > 1; gymnasium's FrameStackObservation with its
-// default padding "reset"): an observation row is the env's last k observations on a new first
-// axis, [k, *env_obs_shape], oldest first, and spec() says so. The envs write their own rows
-// into a pool-owned raw row per env; the thread that stepped or reset env i then copies that row
-// into env i's ring of its last k frames (pool-owned too) and writes the ring, oldest first, to
-// env i's output row: one frame and one stacked row copied per env step. An episode's first
-// observation (reset, NEXT_STEP's autoreset step, SAME_STEP's new episode) fills all k frames.
-// The ring, not the output row, is the history, so a caller may pass different output arrays to
-// every call. k = 1 is no stacking: the envs write the output rows themselves.
+// Frame stacking (PoolConfig.frame_stack = k > 1): a FrameStack, documented in frame_stack.h.
 //
 // Multi-agent envs (ABI version 6, spec num_agents = A > 1): env i owns rows [i * A, (i + 1) * A)
 // of the obs, reward, terminated, truncated and action arrays (its obs row is A observations).
@@ -63,6 +55,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -70,6 +63,7 @@
 
 #include "env_seeds.h"
 #include "fastbatch/abi.h"
+#include "frame_stack.h"
 #include "plugin_loader.h"
 #include "worker_pool.h"
 
@@ -114,8 +108,8 @@ struct PoolConfig {
   // the tuner may try more threads than num_threads. Clamped to [num_threads, num_envs].
   int max_async_threads = 0;
   std::vector<double> params;  // constructor params, in spec order
-  // Observations stacked per env (see "Frame stacking" above); 1: none. Must be positive, and
-  // above 1 needs a Box observation of fewer than FASTBATCH_MAX_NDIM axes.
+  // Observations stacked per env (frame_stack.h); 1: none. Must be positive, and above 1 needs a
+  // Box observation of fewer than FASTBATCH_MAX_NDIM axes.
   int64_t frame_stack = 1;
 };
 
@@ -145,7 +139,7 @@ class VectorPool {
   int64_t chunk_size() const { return chunk_size_; }
   // One env's row of the observation arrays (frame_stack() frames of frame_bytes() each).
   int64_t obs_row_bytes() const { return obs_row_bytes_; }
-  int64_t frame_stack() const { return frame_stack_; }
+  int64_t frame_stack() const { return frame_stack_ ? frame_stack_->k() : 1; }
   int64_t frame_bytes() const { return frame_bytes_; }  // one observation of the env itself
   // Agents per env (ABI version 6; 1: a single-agent env). See "Multi-agent envs" above.
   int64_t num_agents() const { return num_agents_; }
@@ -271,15 +265,8 @@ class VectorPool {
   // Env i's episode ended in this step: its statistics, SAME_STEP's final rows, or a pending
   // reset.
   void EndEpisode(int64_t i, const uint8_t* obs, double* now);
-  // Frame stacking (frame_stack_ > 1). StackFrames, in the constructor: the stacked spec and
-  // the buffers. StartStack: env i's ring and its row of `obs` become k copies of its raw row;
-  // PushFrame: its raw row replaces the oldest frame of its ring and the ring, oldest first,
-  // becomes its row of `obs`. Called by the thread that reset or stepped env i.
-  void StackFrames(int64_t k);
-  void StartStack(int64_t i, uint8_t* obs);
-  void PushFrame(int64_t i, uint8_t* obs);
   // Where the envs write their observations for output `obs`: the raw rows when stacking.
-  void* EnvObs(void* obs) { return frame_stack_ > 1 ? raw_obs_.data() : obs; }
+  void* EnvObs(void* obs) { return frame_stack_ ? frame_stack_->raw_rows() : obs; }
   void ThrowFirstError();
   static int ClampThreads(const PoolConfig& config);
   static int MaxActiveThreads(const PoolConfig& config);
@@ -315,14 +302,18 @@ class VectorPool {
   void StopAsync();
 
   const fb_env_api* api_;
-  const fb_spec* spec_;  // the block's spec (its params' spaces), owned by the table or block
-  bool env_truncates_;   // ABI version 2: envs report truncation in fb_batch.truncated
+  // The envs' spec: the block's (its params' spaces), owned by the table or block, or its
+  // stacked copy owned by frame_stack_.
+  const fb_spec* spec_;
+  // The table has the fields ABI version 2 appended (HasV2Fields): block_spec, envs reporting
+  // truncation in fb_batch.truncated, and specs laid out as its version says; without them it
+  // is read as a version-1 table.
+  bool has_v2_fields_;
   void* block_ = nullptr;
   int64_t num_envs_;
   AutoresetMode mode_;
   int64_t max_episode_steps_;
   int64_t obs_row_bytes_;
-  int64_t frame_stack_ = 1;
   int64_t frame_bytes_;  // the env's own observation row
   int max_threads_;
   int64_t chunk_size_;  // chunk c covers envs [c * chunk_size_, min((c + 1) * chunk_size_, N))
@@ -347,15 +338,10 @@ class VectorPool {
   std::vector<int64_t> ep_length_out_;
   std::vector<double> ep_time_out_;
   std::vector<uint8_t> final_obs_;
-  // Frame stacking: the stacked spec (its observation's bounds tiled k times; the rest points
-  // into the table's or block's spec), the envs' raw rows [N, frame_bytes_], each env's ring
-  // [N, k, frame_bytes_] and the ring slot holding its oldest frame. An env's rows belong to the
-  // thread stepping or resetting it.
-  fb_spec stacked_spec_{};
-  std::vector<double> stacked_low_, stacked_high_;
-  std::vector<uint8_t> raw_obs_;
-  std::vector<uint8_t> frames_;
-  std::vector<int64_t> oldest_frame_;
+  // Frame stacking (k > 1; empty when k = 1: the envs write the output rows themselves). Its
+  // stacked spec points into the table's or block's spec; env i's rows belong to the thread
+  // stepping or resetting env i.
+  std::optional<FrameStack> frame_stack_;
   int64_t info_row_ = 0;
   std::vector<double> info_;        // [N, info_row_], by env; written by the envs
   std::vector<double> final_info_;  // [N, info_row_], SAME_STEP
