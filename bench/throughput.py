@@ -77,7 +77,7 @@ def make_stepper(method: str, env_id: str, num_envs: int, threads: int):
                 env_type="gymnasium",
                 num_envs=num_envs,
                 batch_size=num_envs,
-                num_workers=min(threads, num_envs),
+                num_threads=min(threads, num_envs),  # EnvPool's own name (not fastbatch's)
                 seed=0,
             )
         env.reset()
