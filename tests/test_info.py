@@ -33,6 +33,8 @@ def test_info_names_versions_cpu_build_and_loaded_libraries():
     assert f"extension: {fastbatch._core.__file__}" in out
     loaded = out.split("native libraries loaded:\n")[1]
     assert "fastbatch_mujoco.so" in loaded and "libmujoco.so." in loaded
+    # Every native env family of the entry points, with the ids it owns (MuJoCo's are exact).
+    assert "env family mujoco: fastbatch.mujoco (ids Ant-v5, HalfCheetah-v5," in out
     for feature in cpu.DISPATCHED:
         assert f"  {feature}: " in out
 

@@ -89,12 +89,15 @@ def report() -> str:
         lines.append(f"MuJoCo envs: unavailable: {exc}")
     for entry in env_packages.native_packages():
         try:  # registered as a make() of one of its ids would
-            prefixes = getattr(entry.load(), "ID_PREFIXES", ())
-            for prefix in prefixes[:1]:
-                env_packages.register_native_package_for(prefix)
-            lines.append(f"env package {entry.name}: {entry.value} (ids {', '.join(prefixes)})")
+            family = entry.load()
+            prefixes = tuple(getattr(family, "ID_PREFIXES", ()))
+            exact = tuple(getattr(family, "ENV_IDS", ()))
+            for env_id in (*prefixes, *exact)[:1]:
+                env_packages.register_native_package_for(env_id)
+            ids = ", ".join([f"{p}..." for p in prefixes] + list(exact))
+            lines.append(f"env family {entry.name}: {entry.value} (ids {ids})")
         except Exception as exc:  # a broken package is what the report is for
-            lines.append(f"env package {entry.name}: {entry.value} fails to load: {exc}")
+            lines.append(f"env family {entry.name}: {entry.value} fails to load: {exc}")
     lines.append(f"extension: {_core.__file__}")
     lines.append("native libraries loaded:")
     lines += _loaded_libraries()
