@@ -53,13 +53,21 @@ __all__ = [
 
 
 def get_include() -> str:
-    """The directory holding the public C++ headers (``fastbatch/env.h``, ``fastbatch/abi.h``)."""
+    """The directory holding the public C++ headers (``fastbatch/env.h``, ``fastbatch/abi.h``).
+
+    Returns:
+        Its absolute path, for a compiler's ``-I`` when building a native env plugin.
+    """
     # Installed beside the extension (also in editable installs, where this file is the source).
     return str(Path(_core.__file__).parent / "include")
 
 
 def get_cmake_dir() -> str:
-    """The directory holding ``fastbatchConfig.cmake``, for ``find_package(fastbatch CONFIG)``."""
+    """The directory holding ``fastbatchConfig.cmake``, for ``find_package(fastbatch CONFIG)``.
+
+    Returns:
+        Its absolute path (pass it as ``-Dfastbatch_DIR=...`` to CMake).
+    """
     return str(Path(_core.__file__).parent / "share" / "cmake" / "fastbatch")
 
 

@@ -243,9 +243,31 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Resets all envs (or those in ``options["reset_mask"]``) and returns ``(obs, info)``.
 
-        ``seed``: an int seeds env ``i`` with ``seed + i``; a list gives each env's seed (None
-        keeps that env's generator running); None keeps every generator running. With a mask,
-        only the masked envs are reseeded. A full reset also drops every step in flight.
+        A full reset also drops every step in flight (async mode) and clears a previous env
+        error. The first reset must reset every env.
+
+        Args:
+            seed: An int seeds env ``i`` with ``seed + i``; a list gives each env's seed (None
+                keeps that env's generator running); None keeps every generator running. With
+                a mask, only the masked envs are reseeded.
+            options: None, or ``{"reset_mask": mask}``: a bool numpy array with one entry per
+                env (``[num_envs]``; of a batch of agents, one per env, not per row) and at
+                least one True, to reset only those envs.
+
+        Returns:
+            ``(obs, info)``: the observations of every env (``[num_envs, *obs_shape]``; rows not
+            reset keep their last observation) and gymnasium's vector info dict.
+
+        Raises:
+            ClosedEnvError: The env is closed.
+            RuntimeError: Used in a process forked from the one that made the env, or a masked
+                reset after an env error (reset without a mask first).
+            TypeError: ``options`` is not a dict, the mask not a bool numpy array, or a seed
+                not an int.
+            ValueError: An option other than ``reset_mask``; a mask of another shape, with no
+                True, or not all True at the first reset; a seed list of another length; a
+                negative seed.
+            EnvError: An env raised while resetting (its own exception type too).
         """
         self._check_open()
         mask = self._reset_mask(options)
@@ -269,9 +291,29 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Steps every env once (in async mode: ``send(actions)`` then ``recv()``).
 
-        Returns ``(obs, reward, terminated, truncated, info)``; ``info`` holds the episode
-        statistics of envs whose episode ended (``info[stats_key]``, with its mask) and, in
-        SAME_STEP mode, ``final_obs``/``final_info`` as gymnasium's ``SyncVectorEnv`` gives them.
+        Args:
+            actions: One action per env, ``[num_envs, *action_shape]`` (async mode: one per
+                env of the last `recv`, ``[batch_size, *action_shape]``).
+
+        Returns:
+            ``(obs, reward, terminated, truncated, info)``: observations
+            ``[N, *obs_shape]`` (a batch of the observation space), rewards ``[N]`` float32,
+            ``terminated`` and ``truncated`` ``[N]`` bool, N the rows stepped.
+            ``info`` holds the episode statistics of envs whose episode ended
+            (``info[stats_key]``, with its mask), in SAME_STEP mode ``final_obs`` and
+            ``final_info`` as gymnasium's ``SyncVectorEnv`` gives them, and in async mode
+            ``env_id``.
+
+        Raises:
+            ClosedEnvError: The env is closed.
+            RuntimeError: Before the first `reset`, after an env error (reset first), or in a
+                forked process.
+            AsyncStateError: A `send` is pending (sync mode: `recv` it first), or no env waits
+                for actions (async mode).
+            TypeError: ``actions`` is not an array of the action space's kind.
+            ValueError: ``actions`` has another shape or holds an action outside the space;
+                DISABLED mode: an env whose episode ended was not reset.
+            EnvError: An env raised while stepping (its own exception type too).
         """
         if self.closed or not self._reset_called or self._broken or self._owner_pid != _pid:
             self._check_stepable()  # raises the rule's error
@@ -307,10 +349,27 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
         return self.batch_size < self._env_count
 
     def send(self, actions: Any, env_ids: Any = None) -> None:
-        """Starts one step of the envs ``env_ids`` (default: those the last `recv` returned, or
-        every env after `reset`) with ``actions`` of shape ``(len(env_ids), *action_shape)``.
+        """Starts one step of the envs ``env_ids`` with ``actions``; `recv` returns the results.
 
-        In sync mode (``batch_size == num_envs``) ``send`` + ``recv`` is ``step``.
+        In sync mode (``batch_size == num_envs``) ``send`` + ``recv`` is ``step``, and
+        ``send`` steps every env.
+
+        Args:
+            actions: One action per env sent, ``(len(env_ids), *action_shape)``, in the order
+                of ``env_ids``.
+            env_ids: The envs to step (an int array or list of env indices); default: those
+                the last `recv` returned, or every env after `reset`.
+
+        Raises:
+            ClosedEnvError: The env is closed.
+            RuntimeError: Before the first `reset`, after an env error, or in a forked process.
+            AsyncStateError: A second ``send`` without `recv` (sync mode), an env sent again
+                before it was received, or no ``env_ids`` while no env waits for actions.
+            ValueError: Sync mode with ``env_ids`` other than every env; actions of another
+                shape or outside the space; DISABLED mode: an env to step ended and was not
+                reset.
+            TypeError: ``actions`` or ``env_ids`` of the wrong kind.
+            EnvError: An env raised (its own exception type too).
         """
         if self.closed or not self._reset_called or self._broken or self._owner_pid != _pid:
             self._check_stepable()  # raises the rule's error
@@ -328,8 +387,20 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
             raise
 
     def recv(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """Waits for the first ``batch_size`` sent envs to finish and returns their step
-        results; ``info["env_id"]`` gives the env of each row (native: in env id order)."""
+        """Waits for the first ``batch_size`` sent envs to finish and returns their results.
+
+        Returns:
+            ``(obs, reward, terminated, truncated, info)`` as `step` gives them, for
+            ``batch_size`` envs; ``info["env_id"]`` gives the env of each row (native: in env
+            id order).
+
+        Raises:
+            ClosedEnvError: The env is closed.
+            RuntimeError: Before the first `reset`, after an env error, or in a forked process.
+            AsyncStateError: No `send` is pending, or fewer than ``batch_size`` envs are in
+                flight.
+            EnvError: An env raised while stepping (its own exception type too).
+        """
         if self.closed or not self._reset_called or self._broken or self._owner_pid != _pid:
             self._check_stepable()  # raises the rule's error
         if self.batch_size == self._env_count:
@@ -360,8 +431,13 @@ class BatchVectorEnv(gymnasium.vector.VectorEnv):
 
     def close(self, **kwargs: Any) -> None:
         """Closes the envs and releases the workers; later calls raise ``ClosedEnvError``.
+
         Closing twice is harmless. In a forked child it only lets go of the inherited env (the
-        parent's keeps running)."""
+        parent's keeps running). The env is also a context manager that closes on exit.
+
+        Args:
+            **kwargs: Accepted for gymnasium's ``VectorEnv.close`` signature and ignored.
+        """
         if self.closed:
             return
         self.closed = True

@@ -45,7 +45,11 @@ multi-agent one (`fastbatch.agents.NativeAgentsVectorEnv`), Python envs in worke
 
 @dataclasses.dataclass(frozen=True)
 class Route:
-    """Where an env request leads (`route`), resolved once and handed down."""
+    """Where an env request leads (`route`), resolved once and handed down.
+
+    Made by `route` (the fields below are its constructor's arguments); pass it to
+    `fastbatch.make` or `fastbatch.make_agents` in place of an env id.
+    """
 
     kind: str
     """One of `KINDS`."""
@@ -72,7 +76,14 @@ class Route:
         return self.kind.endswith("_agents")
 
     def with_options(self, **options: Any) -> Route:
-        """This route with backend options added or replaced (e.g. ``num_workers=1``)."""
+        """This route with backend options added or replaced (e.g. ``num_workers=1``).
+
+        Args:
+            **options: Backend keyword arguments, over those of `options`.
+
+        Returns:
+            A new `Route`; this one is unchanged (it is frozen).
+        """
         return dataclasses.replace(self, options={**self.options, **options})
 
     @property
@@ -86,12 +97,32 @@ def route(
 ) -> Route:
     """Resolves ``env`` for ``backend`` (None: native for a native id, process otherwise).
 
-    ``multi_agent``: False for `make` (a multi-agent id is refused, naming `make_agents`), True
-    for `make_agents` (a native multi-agent id, else a PettingZoo env maker), None: whichever the
-    id is (a native multi-agent id routes to ``native_agents``). (Not ``agents``: that is
-    ``Spread-v0``'s param.) Raises ``UnknownEnvError`` for an
-    id no backend knows (naming the package to install when it is a known package's id),
-    ``TypeError``/``ValueError`` for arguments that do not fit the route."""
+    The id's native env family is registered first when one owns it (`fastbatch.env_packages`).
+
+    Args:
+        env: A native or gymnasium id (``fastbatch/`` prefix allowed), an env factory, a list
+            of factories, a PettingZoo env maker (``multi_agent=True``), or a `Route` (returned
+            as it is; then no ``backend`` or keyword arguments).
+        backend: ``"native"``, ``"process"`` or None (choose).
+        multi_agent: False for `make` (a multi-agent id is refused, naming `make_agents`),
+            True for `make_agents` (a native multi-agent id, else a PettingZoo env maker),
+            None: whichever the id is (a native multi-agent id routes to ``native_agents``).
+            (Not ``agents``: that is ``Spread-v0``'s param.)
+        **kwargs: `make`'s keyword arguments: the backend's options and the env's own.
+
+    Returns:
+        The `Route`: its ``kind`` (one of `KINDS`), target, id and the split keyword arguments.
+
+    Raises:
+        UnknownEnvError: An id no backend knows (naming the package to install when it is a
+            known package's id).
+        TypeError: Arguments that do not fit the route (keyword arguments with a `Route`,
+            ``wrappers`` for a native env, an ``env`` of no accepted kind).
+        ValueError: An unknown ``backend``; a multi-agent id for `make` or a single-agent one
+            for `make_agents`; ``frame_stack`` for a multi-agent env.
+        MujocoUnavailableError: A MuJoCo id while the native MuJoCo envs cannot run here.
+        PluginError: An installed native env family failed to load.
+    """
     if isinstance(env, Route):
         if backend not in (None, env.backend) or kwargs:
             raise TypeError("a Route is made already: pass no backend or keyword arguments with it")
@@ -137,31 +168,50 @@ def route(
 def make(env: Any, num_envs: int | None = None, *, backend: str | None = None, **kwargs: Any):
     """Makes a batch of ``num_envs`` envs as a gymnasium ``VectorEnv``.
 
-    ``env`` is a native id (``fastbatch.list_envs()``, stepped in C++ threads), any gymnasium id,
-    an env factory, or a list of factories (one per env; Python envs run in worker processes),
-    or a `Route` from `route`. ``backend``: ``"native"``, ``"process"``, or None to choose:
-    native for native ids, the process backend otherwise. The ids of an installed native env
-    family are native ids (gymnasium's MuJoCo v5 ids when mujoco is installed, fastbatch-atari's
-    ``ALE/`` ids): the first ``make`` of one registers the family (see `fastbatch.mujoco`;
-    without mujoco it raises ``MujocoUnavailableError``).
+    The ids of an installed native env family are native ids (gymnasium's MuJoCo v5 ids when
+    mujoco is installed, fastbatch-atari's ``ALE/`` ids): the first ``make`` of one registers
+    the family (see `fastbatch.mujoco`).
 
-    ``num_workers`` (both backends): threads (native) or blocks of envs, each stepped by one
-    process (process backend); default: the available cores, at most ``num_envs``.
-    (``num_threads`` is the native backend's deprecated old name.)
+    Args:
+        env: A native id (``fastbatch.list_envs()``, stepped in C++ threads), any gymnasium id,
+            an env factory, or a list of factories (one per env; Python envs run in worker
+            processes), or a `Route` from `route`.
+        num_envs: Envs in the batch (default: 1, or one per factory of a list).
+        backend: ``"native"``, ``"process"``, or None to choose: native for native ids, the
+            process backend otherwise.
+        **kwargs: ``num_workers`` (both backends): threads (native) or blocks of envs, each
+            stepped by one process (process backend); default: the available cores, at most
+            ``num_envs`` (``num_threads`` is the native backend's deprecated old name).
 
-    Native keyword arguments (`fastbatch.NativeVectorEnv`): ``seed`` (env ``i`` gets
-    ``seed + i``), ``autoreset_mode`` (gymnasium's ``AutoresetMode`` or its string; default
-    ``NEXT_STEP``), ``max_episode_steps`` (default: the env's; 0 disables the time limit),
-    ``stats_key`` (the info key under which fastbatch reports finished episodes' statistics,
-    computed in C++; default None: off, so gymnasium's ``RecordEpisodeStatistics`` composes;
-    ``"episode"`` gives its layout), ``batch_size`` (async mode below ``num_envs``),
-    ``frame_stack`` (k > 1: each env's last k observations, oldest first, as gymnasium's
-    ``FrameStackObservation``), ``render_mode``, and the env's own parameters.
+            Native keyword arguments (`fastbatch.NativeVectorEnv`): ``seed`` (env ``i`` gets
+            ``seed + i``), ``autoreset_mode`` (gymnasium's ``AutoresetMode`` or its string;
+            default ``NEXT_STEP``), ``max_episode_steps`` (default: the env's; 0 disables the
+            time limit), ``stats_key`` (the info key under which fastbatch reports finished
+            episodes' statistics, computed in C++; default None: off, so gymnasium's
+            ``RecordEpisodeStatistics`` composes; ``"episode"`` gives its layout),
+            ``batch_size`` (async mode below ``num_envs``), ``frame_stack`` (k > 1: each env's
+            last k observations, oldest first, as gymnasium's ``FrameStackObservation``),
+            ``render_mode``, and the env's own parameters.
 
-    Process keyword arguments: those of `fastbatch.ProcessVectorEnv` (``seed``,
-    ``autoreset_mode``, ``stats_key``, ``batch_size``, ``start_timeout``, ``liveness_interval``,
-    ``in_parent``, ``restart``, ``frame_stack``, ``wrappers``, ``rebalance``, ``num_workers``);
-    everything else (``max_episode_steps`` included) goes to ``gymnasium.make`` for an id.
+            Process keyword arguments: those of `fastbatch.ProcessVectorEnv` (``seed``,
+            ``autoreset_mode``, ``stats_key``, ``batch_size``, ``start_timeout``,
+            ``liveness_interval``, ``in_parent``, ``restart``, ``frame_stack``, ``wrappers``,
+            ``rebalance``, ``num_workers``); everything else (``max_episode_steps`` included)
+            goes to ``gymnasium.make`` for an id.
+
+    Returns:
+        A `fastbatch.NativeVectorEnv` for a native id, else a `fastbatch.ProcessVectorEnv`.
+
+    Raises:
+        UnknownEnvError: An id no backend knows.
+        MujocoUnavailableError: A MuJoCo v5 id while the native MuJoCo envs cannot run here
+            (no mujoco, or another version than they were built for).
+        ValueError: A multi-agent env (make it with `fastbatch.make_agents`), a factory list
+            whose length is not ``num_envs``, or a bad argument value (as the backend's class
+            says).
+        TypeError: An unknown param of a native env, env keyword arguments with factories, or
+            an argument of the wrong type.
+        EnvError: An env could not be created (as its own exception type too).
     """
     found = route(env, backend=backend, multi_agent=False, **kwargs)
     if found.multi_agent:
@@ -178,7 +228,20 @@ def make_single(env: Any, *, backend: str | None = None, render_mode: str | None
     """One env of ``env`` (an id or a `Route`) as a ``gymnasium.Env``, built as the batch's
     envs are: a native id's env stepped on the calling thread (`fastbatch.native.single`), or
     gymnasium's env of the id with the process backend's ``wrappers`` and ``frame_stack`` around
-    it (`fastbatch.process.wrapping`). ``render_mode``: gymnasium's (e.g. ``"rgb_array"``)."""
+    it (`fastbatch.process.wrapping`).
+
+    Args:
+        env: An env id or a `Route`.
+        backend: As for `make`.
+        render_mode: gymnasium's (e.g. ``"rgb_array"``).
+        **kwargs: As for `make`.
+
+    Returns:
+        The single env.
+
+    Raises:
+        TypeError: A factory instead of an id.
+    """
     found = route(env, backend=backend, multi_agent=False, **kwargs)
     if found.kind == "native":
         from fastbatch.native.single import NativeEnv
@@ -194,9 +257,22 @@ def make_single(env: Any, *, backend: str | None = None, render_mode: str | None
 
 
 def backend_for(env: Any, backend: str | None = None) -> str:
-    """The backend ``make(env, backend=backend)`` steps `env` with: ``backend`` if given, else
-    "native" for a native id (the ids of an installed native env family included: gymnasium's
-    MuJoCo v5 ids, fastbatch-atari's, registered here on first use), "process" otherwise."""
+    """The backend ``make(env, backend=backend)`` steps `env` with.
+
+    Args:
+        env: An env id, factory or list of factories, as `make` takes it.
+        backend: ``"native"``, ``"process"`` or None.
+
+    Returns:
+        ``backend`` if given, else "native" for a native id (the ids of an installed native env
+        family included: gymnasium's MuJoCo v5 ids, fastbatch-atari's, registered here on first
+        use), "process" otherwise.
+
+    Raises:
+        ValueError: ``backend`` is not ``"native"``, ``"process"`` or None.
+        MujocoUnavailableError: A MuJoCo v5 id while the native MuJoCo envs cannot run here.
+        PluginError: An installed native env family failed to load.
+    """
     if backend not in (None, "native", "process"):
         raise ValueError(f"backend must be 'native', 'process' or None, got {backend!r}")
     if backend is not None:
@@ -208,8 +284,21 @@ def backend_for(env: Any, backend: str | None = None) -> str:
 
 
 def spec(env_id: str) -> NativeEnvSpec:
-    """The spec (spaces, time limit, reward threshold, constructor params) of a native env,
-    its family registered first when one owns it (``fastbatch.spec("HalfCheetah-v5")``)."""
+    """The spec (spaces, time limit, reward threshold, constructor params) of a native env.
+
+    Its family is registered first when one owns it (``fastbatch.spec("HalfCheetah-v5")``).
+
+    Args:
+        env_id: A native id (``fastbatch/`` prefix allowed).
+
+    Returns:
+        Its `NativeEnvSpec`, for the registered param defaults.
+
+    Raises:
+        TypeError: ``env_id`` is not a str.
+        UnknownEnvError: No native env has that id (the message lists the native ids).
+        MujocoUnavailableError: A MuJoCo v5 id while the native MuJoCo envs cannot run here.
+    """
     if not isinstance(env_id, str):
         raise TypeError(f"env id must be a string, got {type(env_id).__name__}")
     entry = _native_entry(strip_namespace(env_id), "native")
@@ -218,15 +307,32 @@ def spec(env_id: str) -> NativeEnvSpec:
 
 def make_vector(env_id: str, num_envs: int = 1, **kwargs: Any):
     """``gymnasium.make_vec("fastbatch/<id>", vectorization_mode="vector_entry_point")``'s
-    entry point: `make` for a native id."""
+    entry point: `make` for a native id.
+
+    Args:
+        env_id: A native id.
+        num_envs: Envs in the batch.
+        **kwargs: `make`'s native keyword arguments.
+
+    Returns:
+        The `fastbatch.NativeVectorEnv`.
+    """
     return make(env_id, num_envs, backend="native", **kwargs)
 
 
 def load_env_sources(plugins: Iterable[str] = (), imports: Iterable[str] = ()) -> None:
     """Registers the envs of native plugin libraries and runs the imports that register
     gymnasium ids (a training config's ``plugins`` and ``imports``), once a process each
-    (`fastbatch.env_packages`). ``fastbatch.PluginError`` names a library that fails,
-    ``ImportError`` an import."""
+    (`fastbatch.env_packages`).
+
+    Args:
+        plugins: Paths of native plugin libraries.
+        imports: ``"module"`` or ``"module:function"`` (the function is called).
+
+    Raises:
+        PluginError: A library that fails (named).
+        ImportError: An import that fails.
+    """
     env_packages.load_plugins(plugins)
     env_packages.run_imports(imports)
 

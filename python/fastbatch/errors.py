@@ -24,8 +24,10 @@ EnvError.__doc__ = (
 
 AsyncStateError.__doc__ = (
     "`send()`/`recv()` were used out of order: `recv()` without a pending `send()`, an env sent "
-    "again before it was received, or fewer envs in flight than `batch_size`. A subclass of RuntimeError and of gymnasium's "
-    "`AlreadyPendingCallError` and `NoAsyncCallError`."
+    "again before it was received, or fewer envs in flight than `batch_size`; also a call that "
+    "needs envs which are in flight (`recv()` them first), and `step_into` in async mode. A "
+    "subclass of RuntimeError and of gymnasium's `AlreadyPendingCallError` and "
+    "`NoAsyncCallError`."
 )
 
 ClosedEnvError.__doc__ = (
@@ -53,12 +55,20 @@ _AS_ENV_ERROR: dict[type, type] = {}
 
 
 def env_error_type(kind: type[Exception]) -> type[EnvError]:
-    """The exception type under which an env's error of type `kind` is raised in the caller:
-    a subclass of both `kind` and EnvError, named like `kind` and made once per type, so that
+    """The exception type under which an env's error of type `kind` is raised in the caller.
+
+    A subclass of both `kind` and EnvError, named like `kind` and made once per type, so that
     ``except ValueError`` catches an env's ValueError (as gymnasium's AsyncVectorEnv re-raises
-    it) and ``except EnvError`` catches every env error. `kind` itself when it is an EnvError
-    already; EnvError when `kind` cannot be subclassed (a final type, a layout conflict). Its
-    message is the caller's (``str()`` gives it whatever `kind`'s own ``__str__`` does)."""
+    it) and ``except EnvError`` catches every env error. Its message is the caller's (``str()``
+    gives it whatever `kind`'s own ``__str__`` does); its instances pickle.
+
+    Args:
+        kind: The exception type the env raised.
+
+    Returns:
+        The made type; `kind` itself when it is an EnvError already; EnvError when `kind`
+        cannot be subclassed (a final type, a layout conflict).
+    """
     if issubclass(kind, EnvError):
         return kind
     made = _AS_ENV_ERROR.get(kind)

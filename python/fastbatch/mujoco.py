@@ -71,6 +71,7 @@ ENV_IDS = (
     "Swimmer-v5",
     "Walker2d-v5",
 )
+"""The ids of the native MuJoCo envs: gymnasium's v5 ids (also ``fastbatch/<id>``)."""
 MIN_MUJOCO = (3, 0)  # the oldest MuJoCo the opt-in compile on first use takes
 _EXTRA = "pip install 'fastbatch[mujoco]'"
 _OPT_IN = "FASTBATCH_MUJOCO_BUILD"  # "1": compile the envs against the installed MuJoCo
@@ -92,8 +93,14 @@ def _sources() -> Path:
 
 
 def installed() -> _mujoco_dist.MujocoInstall:
-    """The installed MuJoCo library (mujoco-core's, or a pre-4.0 mujoco's): its distribution,
-    version, headers and libmujoco. MujocoUnavailableError when there is none."""
+    """The installed MuJoCo library (mujoco-core's, or a pre-4.0 mujoco's).
+
+    Returns:
+        Its distribution, version, headers and libmujoco.
+
+    Raises:
+        MujocoUnavailableError: There is none (the message names what to install).
+    """
     try:
         found = _mujoco_dist.find()
     except FileNotFoundError as exc:
@@ -115,11 +122,18 @@ def _mujoco() -> tuple[str, Path, Path]:
 
 
 def library_path(found: _mujoco_dist.MujocoInstall | None = None) -> Path:
-    """The MuJoCo env library to load for the installed MuJoCo (``found``, looked up when
-    None): the prebuilt one when it was built for this version, else (with
-    FASTBATCH_MUJOCO_BUILD=1) one compiled on first use.
+    """The MuJoCo env library to load for the installed MuJoCo.
 
-    Raises MujocoUnavailableError naming both versions and both ways out otherwise."""
+    Args:
+        found: The installed MuJoCo (`installed`), looked up when None.
+
+    Returns:
+        The prebuilt library when it was built for this version, else (with
+        FASTBATCH_MUJOCO_BUILD=1) one compiled on first use (`build`).
+
+    Raises:
+        MujocoUnavailableError: Neither: the message names both versions and both ways out.
+    """
     found = found or installed()
     built = build_info().get("mujoco")
     prebuilt = package_dir() / "fastbatch_mujoco.so"
@@ -161,11 +175,18 @@ def _cache_dir(version: str, inputs: list[Path], assets: Path, flags: list[str])
 
 
 def build() -> Path:
-    """Compiles the MuJoCo env library against the installed MuJoCo if it is not cached;
-    returns its path. The opt-in path (FASTBATCH_MUJOCO_BUILD=1): the wheel's own is prebuilt.
+    """Compiles the MuJoCo env library against the installed MuJoCo if it is not cached.
 
-    Raises MujocoUnavailableError: no usable MuJoCo, no compiler, or the compile failed (with the
-    compiler's message)."""
+    The opt-in path (FASTBATCH_MUJOCO_BUILD=1): the wheel's own is prebuilt.
+    ``FASTBATCH_MUJOCO_CXXFLAGS`` adds compiler flags.
+
+    Returns:
+        The path of the library, cached under ``$XDG_CACHE_HOME/fastbatch/``.
+
+    Raises:
+        MujocoUnavailableError: No usable MuJoCo (none, or older than 3.0), gymnasium's assets
+            missing, no compiler, or the compile failed (with the compiler's message).
+    """
     version, include, library = _mujoco()
     parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
     if parts < MIN_MUJOCO:
@@ -207,8 +228,18 @@ def _version_name(code: int) -> str:
 def register() -> list[str]:
     """Builds (if needed), loads and registers the native MuJoCo envs; returns their ids.
 
-    Idempotent. Afterwards ``fastbatch.make``, ``gymnasium.make("fastbatch/<id>")`` and
-    ``fastbatch.list_envs()`` know them."""
+    Idempotent and thread-safe; ``fastbatch.make`` calls it for a MuJoCo id. Afterwards
+    ``fastbatch.make``, ``gymnasium.make("fastbatch/<id>")`` and ``fastbatch.list_envs()``
+    know them. It also calls `drop_default_timer`.
+
+    Returns:
+        `ENV_IDS`, as a list.
+
+    Raises:
+        MujocoUnavailableError: MuJoCo is missing or of another version than the library was
+            built against (the message says what to install or set), or the opt-in compile
+            failed.
+    """
     with _LOCK:
         if not _registered:
             found = installed()
@@ -234,8 +265,7 @@ def register() -> list[str]:
 
 
 def drop_default_timer() -> bool:
-    """Removes the profiling clock that importing the mujoco Python package installs; returns
-    whether it was removed.
+    """Removes the profiling clock that importing the mujoco Python package installs.
 
     MuJoCo calls one process-wide timer callback (``mjcb_time``) around every stage of
     ``mj_step``, only to fill ``MjData.timer``; the mujoco package sets it to a clock on import,
@@ -243,7 +273,15 @@ def drop_default_timer() -> bool:
     calls this for every native MuJoCo env, after importing mujoco (so a later import cannot
     reinstall the clock). A timer the user set with ``mujoco.set_mjcb_time(f)`` is kept;
     ``mujoco.set_mjcb_time(None)`` puts the package's clock back. Physics never reads the timer,
-    so results do not change; ``MjData.timer`` of every model in the process stays zero."""
+    so results do not change; ``MjData.timer`` of every model in the process stays zero.
+
+    Returns:
+        Whether the timer was cleared: False before `register`, or when a timer set by the
+        user is in place (it is kept).
+
+    Raises:
+        ImportError: The mujoco Python package is not installed.
+    """
     import mujoco  # the package, not this module: absolute import
 
     if not _library or mujoco.get_mjcb_time() is not None:
@@ -253,9 +291,22 @@ def drop_default_timer() -> bool:
 
 
 def native_kwargs(spec: NativeEnvSpec, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` with each ``(low, high)`` range kwarg of gymnasium (``healthy_z_range=(a, b)``)
-    split into the env's two params (``healthy_z_range_low``, ``healthy_z_range_high``).
-    ValueError naming the env and the kwarg for a value that is not two numbers with low <= high."""
+    """``kwargs`` with each ``(low, high)`` range kwarg of gymnasium split into two params.
+
+    ``healthy_z_range=(a, b)`` becomes the env's ``healthy_z_range_low`` and
+    ``healthy_z_range_high``; other kwargs pass unchanged.
+
+    Args:
+        spec: The env's spec (its ``params`` name the ranges).
+        kwargs: `fastbatch.make`'s keyword arguments.
+
+    Returns:
+        A new dict.
+
+    Raises:
+        ValueError: A range value that is not two numbers with low <= high (naming the env
+            and the kwarg).
+    """
     params = spec.params
     out = dict(kwargs)
     for name, value in kwargs.items():

@@ -33,26 +33,43 @@ def register_native_env(
 ) -> list[str]:
     """Registers the native env(s) in ``source``; returns the ids registered.
 
-    ``source``: the path of a plugin shared library, or a ``PyCapsule`` named
-    ``"fastbatch.env_api"``. ``env_id``: None registers every env the library exports under its
-    own id; a string registers one env under that id: the library's only env, or, in a library
-    of several, the one whose id it is. ``entry``: a custom exported symbol returning one table
-    (default: what ``FASTBATCH_EXPORT_ENVS`` defines). ``max_episode_steps`` replaces the env's
-    time limit (0: none) and ``default_kwargs`` its param defaults, for every ``make`` of that
-    id; both need a single env. ``renderer``: the gymnasium id whose renderer draws the env
-    from its state (`NativeVectorEnv.get_env_state`, which must be the state that renderer's env
-    keeps in ``env.unwrapped.state``, or its MuJoCo ``qpos ++ qvel``); a single env, too. Without
-    one the env takes ``render_mode=None`` only.
-
     Afterwards ``fastbatch.make(id, ...)``, ``gymnasium.make("fastbatch/<id>")`` and
-    ``gymnasium.make_vec("fastbatch/<id>", ...)`` work as for the built-ins. Registering an id
-    that exists raises ``ValueError`` unless ``replace=True``. A library stays loaded until the
-    process exits.
+    ``gymnasium.make_vec("fastbatch/<id>", ...)`` work as for the built-ins. A library stays
+    loaded until the process exits.
 
-    Raises ``FileNotFoundError`` for a missing library and ``fastbatch.PluginError`` (a
-    ``ValueError``) for one that does not load, lacks the entry symbol, was built for an ABI
-    version this fastbatch does not speak, exports two envs of the same id, or declares a spec
-    that breaks the contract (the message names the env and the field).
+    Args:
+        env_id: None registers every env the library exports under its own id; a string
+            registers one env under that id: the library's only env, or, in a library of
+            several, the one whose id it is.
+        source: The path of a plugin shared library, or a ``PyCapsule`` named
+            ``"fastbatch.env_api"``.
+        entry: A custom exported symbol returning one table (default: what
+            ``FASTBATCH_EXPORT_ENVS`` defines); for a library path only.
+        replace: Replace an env already registered under the id (else ``ValueError``).
+        max_episode_steps: Replaces the env's time limit (0: none), for every ``make`` of that
+            id; needs a single env.
+        renderer: The gymnasium id whose renderer draws the env from its state
+            (`NativeVectorEnv.get_env_state`, which must be the state that renderer's env keeps
+            in ``env.unwrapped.state``, or its MuJoCo ``qpos ++ qvel``); a single env, too.
+            Without one the env takes ``render_mode=None`` only (unless its class draws itself).
+        **default_kwargs: Replace the env's param defaults for every ``make`` of that id;
+            needs a single env.
+
+    Returns:
+        The ids registered, in the library's order.
+
+    Raises:
+        FileNotFoundError: No library at the path.
+        PluginError: The library does not load, lacks the entry symbol, was built for an ABI
+            version this fastbatch does not speak, exports two envs of the same id or no env
+            ``env_id`` (of several), or declares a spec that breaks the contract (the message
+            names the env and the field). A ``ValueError``.
+        ValueError: An id that exists (without ``replace=True``), an empty or private (``_``)
+            id, ``entry`` with a capsule, a renderer for an env that draws itself, a negative
+            ``max_episode_steps`` or a default out of its param's range.
+        TypeError: ``env_id`` not a str or None; ``source`` neither a path nor a capsule;
+            defaults, ``max_episode_steps`` or ``renderer`` with several envs; a default or
+            ``max_episode_steps`` of the wrong type.
     """
     if env_id is not None:
         if not isinstance(env_id, str):

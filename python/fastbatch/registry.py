@@ -32,7 +32,10 @@ __all__ = [
 @dataclass(frozen=True)
 class ParamInfo:
     """What a native env's constructor param accepts: its kind ("float", "int", "bool" or
-    "choice"), its default, and its inclusive range (float, int) or its choices."""
+    "choice"), its default, and its inclusive range (float, int) or its choices.
+
+    Read from the env's C++ spec (`NativeEnvSpec.param_info`); its fields are those five.
+    """
 
     kind: str
     default: Any
@@ -54,8 +57,21 @@ class ParamInfo:
         return f"{what} in [{low}, {high}]"
 
     def encode(self, env_id: str, name: str, value: Any) -> float:
-        """`value` as the double the C ABI carries; TypeError/ValueError naming the param, the
-        value and what is accepted."""
+        """`value` as the double the C ABI carries.
+
+        Args:
+            env_id: The env's id, for the messages.
+            name: The param's name, for the messages.
+            value: The value given.
+
+        Returns:
+            The value as a float (a choice as its index, a bool as 0 or 1).
+
+        Raises:
+            TypeError: A value of the wrong type (naming the param, the value and what is
+                accepted).
+            ValueError: A value outside the range or choices, NaN, or an int beyond 2**53.
+        """
 
         def refuse(error: type[Exception]) -> Exception:
             return error(f"{env_id} parameter {name!r} must be {self.describe()}, got {value!r}")
@@ -95,16 +111,28 @@ class NativeEnvSpec:
     and reward threshold for the default params, and the params (``params``: name -> default;
     ``param_info``: what each accepts), and its numeric infos (``infos``: name -> values per env,
     1 for a scalar). An env whose spaces depend on its params gets them from the envs `make`
-    builds (`env.single_observation_space`)."""
+    builds (`env.single_observation_space`).
+
+    Made by the registry (`fastbatch.spec` returns it); its fields are below.
+    """
 
     id: str
+    """The native env id (no ``fastbatch/`` prefix)."""
     observation_space: gymnasium.spaces.Space
+    """One env's observation space (a Box, or a Discrete), for the default params."""
     action_space: gymnasium.spaces.Space
+    """One env's action space (a Box or a Discrete), for the default params."""
     max_episode_steps: int | None
+    """The env's own time limit in steps, or None: none."""
     reward_threshold: float | None
+    """The return at which the task counts as solved, or None."""
     params: dict[str, Any] = field(default_factory=dict)
+    """Constructor param name -> default value, in declaration order."""
     param_info: dict[str, ParamInfo] = field(default_factory=dict)
+    """Param name -> what it accepts: its kind ("float", "int", "bool", "choice"), default,
+    inclusive range or choices."""
     infos: dict[str, int] = field(default_factory=dict)
+    """The env's numeric infos: name -> values per env (1 for a scalar)."""
     renderer: str | None = None
     """The gymnasium id whose renderer draws this env from its state (`get_env_state`: the
     state that renderer reads), or None (the env draws itself, see `frame`, or does not
@@ -122,8 +150,19 @@ class NativeEnvSpec:
         return self.frame is not None or self.renderer is not None
 
     def encode_params(self, kwargs: dict[str, Any]) -> list[float]:
-        """The values of every param, in declaration order, for the C ABI: `kwargs` over the
-        defaults, each checked against its declaration (TypeError/ValueError)."""
+        """The values of every param, in declaration order, for the C ABI.
+
+        Args:
+            kwargs: Param values by name, over the defaults.
+
+        Returns:
+            One float per param (a choice as its index, a bool as 0 or 1).
+
+        Raises:
+            TypeError: An unknown param, or a value of the wrong type (naming the param, the
+                value and what is accepted).
+            ValueError: A value out of the param's range or choices.
+        """
         unknown = sorted(set(kwargs) - set(self.params))
         if unknown:
             accepted = ", ".join(self.params) or "none"
@@ -249,12 +288,33 @@ REGISTRY = _Registry()
 
 
 def list_envs(multi_agent: bool = False) -> list[str]:
-    """The ids of the registered native envs, sorted: those `fastbatch.make` makes (single-agent
-    envs), or with ``multi_agent=True`` those of more than one agent per env, which
-    `fastbatch.make_agents` makes (``["Spread-v0", ...]``)."""
+    """The ids of the registered native envs, sorted.
+
+    The ids of an installed native env family not yet used (MuJoCo's, ``ALE/``) appear once
+    its first ``make`` (or `fastbatch.spec`) has registered it.
+
+    Args:
+        multi_agent: False: those `fastbatch.make` makes (single-agent envs); True: those of
+            more than one agent per env, which `fastbatch.make_agents` makes
+            (``["Spread-v0", ...]``).
+
+    Returns:
+        The public ids (none starting with ``_``).
+    """
     return REGISTRY.ids(multi_agent)
 
 
 def spec(env_id: str) -> NativeEnvSpec:
-    """The spec (spaces, time limit, reward threshold, constructor params) of a native env."""
+    """The spec (spaces, time limit, reward threshold, constructor params) of a native env.
+
+    Args:
+        env_id: A native id (``fastbatch/`` prefix allowed).
+
+    Returns:
+        Its `NativeEnvSpec`.
+
+    Raises:
+        TypeError: ``env_id`` is not a str.
+        UnknownEnvError: No native env has that id.
+    """
     return REGISTRY.resolve(env_id).spec

@@ -79,9 +79,19 @@ class SB3VecEnv(VecEnv):
 
     Attributes: ``get_attr`` answers ``render_mode``, ``metadata``, ``spec``,
     ``observation_space`` and ``action_space`` (every env of a batch shares them); anything
-    else, ``set_attr``, ``env_method`` and ``get_images`` raise, because the single envs live in
-    C++ threads or worker processes. Reset options are refused (fastbatch envs take none but a
-    mask). Threading: one thread at a time, as ``env``.
+    else, ``set_attr`` and ``env_method`` raise, because the single envs live in C++ threads or
+    worker processes (``get_images`` works for envs made with ``render_mode="rgb_array"``).
+    Reset options are refused (fastbatch envs take none but a mask). Threading: one thread at a
+    time, as ``env``.
+
+    Args:
+        env: A fastbatch env (`fastbatch.make`), sync mode, in SAME_STEP or DISABLED autoreset
+            mode.
+        monitor: Write ``infos[i]["episode"]`` as SB3's ``Monitor`` does (above).
+
+    Raises:
+        TypeError: ``env`` is not a fastbatch env.
+        ValueError: ``env`` is in NEXT_STEP autoreset mode, or in async mode.
     """
 
     def __init__(self, env: BatchVectorEnv, *, monitor: bool = True) -> None:
@@ -119,7 +129,14 @@ class SB3VecEnv(VecEnv):
 
     # ------------------------------------------------------------------ VecEnv API
     def reset(self) -> np.ndarray:
-        """Resets every env with the seeds from ``seed()`` (once), as ``DummyVecEnv``."""
+        """Resets every env with the seeds from ``seed()`` (once), as ``DummyVecEnv``.
+
+        Returns:
+            The observations of every env; their infos are in ``reset_infos``.
+
+        Raises:
+            ValueError: Reset options were set (``set_options``).
+        """
         if any(self._options):
             raise ValueError(
                 "fastbatch envs take no reset options (set_options); their parameters are "
@@ -135,9 +152,27 @@ class SB3VecEnv(VecEnv):
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
+        """Keeps the actions for `step_wait`, which steps the envs (as ``DummyVecEnv``).
+
+        Args:
+            actions: One action per env.
+        """
         self._actions = actions
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        """Steps every env with the actions of `step_async`.
+
+        An ended env is reset in the same step; its last observation is in
+        ``infos[i]["terminal_observation"]`` (see the class docstring for the infos).
+
+        Returns:
+            ``(obs, rewards, dones, infos)``: ``dones`` is terminated or truncated, ``infos``
+            one dict per env.
+
+        Raises:
+            RuntimeError: No `step_async` came first.
+            EnvError: An env raised (as the fastbatch env raises it).
+        """
         actions, self._actions = self._actions, None
         if actions is None:
             raise RuntimeError("step_wait() without step_async()")
@@ -184,11 +219,23 @@ class SB3VecEnv(VecEnv):
         return obs
 
     def close(self) -> None:
+        """Closes the wrapped fastbatch env."""
         self.env.close()
 
     def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
         """``render_mode``, ``metadata``, ``spec``, ``observation_space`` or ``action_space`` of
-        each env; AttributeError for anything else."""
+        each env.
+
+        Args:
+            attr_name: One of those five.
+            indices: Which envs (SB3's: None for all, an int, or a sequence).
+
+        Returns:
+            One value per env of ``indices`` (the batch's own, which every env shares).
+
+        Raises:
+            AttributeError: Any other name.
+        """
         if attr_name not in _PER_ENV_ATTRS:
             raise AttributeError(
                 f"SB3VecEnv cannot read {attr_name!r} of single fastbatch envs (they live in C++ "
@@ -205,6 +252,16 @@ class SB3VecEnv(VecEnv):
         return [value for _ in self._get_indices(indices)]
 
     def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+        """Refused: the single envs live in C++ threads or worker processes.
+
+        Args:
+            attr_name: The attribute.
+            value: Its value (never set).
+            indices: Which envs.
+
+        Raises:
+            NotImplementedError: Always.
+        """
         raise NotImplementedError(
             f"SB3VecEnv cannot set {attr_name!r} on single fastbatch envs (they live in C++ "
             "threads or worker processes); pass env parameters to fastbatch.make instead"
@@ -213,20 +270,47 @@ class SB3VecEnv(VecEnv):
     def env_method(
         self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any
     ) -> list[Any]:
+        """Refused: the single envs live in C++ threads or worker processes.
+
+        Args:
+            method_name: The method.
+            *method_args: Its positional arguments.
+            indices: Which envs.
+            **method_kwargs: Its keyword arguments.
+
+        Raises:
+            NotImplementedError: Always.
+        """
         raise NotImplementedError(
             f"SB3VecEnv cannot call {method_name!r} on single fastbatch envs (they live in C++ "
             "threads or worker processes)"
         )
 
     def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
-        """True for SB3's ``Monitor`` when ``monitor`` is on (the infos carry its episode
-        dicts), False for every other wrapper."""
+        """Whether the envs are wrapped in ``wrapper_class``, as SB3 asks.
+
+        Args:
+            wrapper_class: A wrapper class.
+            indices: Which envs.
+
+        Returns:
+            Per env of ``indices``: True for SB3's ``Monitor`` (or a base of it) when
+            ``monitor`` is on (the infos carry its episode dicts), False for every other
+            wrapper.
+        """
         wrapped = self.monitor and issubclass(Monitor, wrapper_class)
         return [wrapped for _ in self._get_indices(indices)]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         """Every env's frame (SB3's ``render()`` reads them), for envs made with
-        ``render_mode="rgb_array"``."""
+        ``render_mode="rgb_array"``.
+
+        Returns:
+            One ``[height, width, 3]`` uint8 frame per env.
+
+        Raises:
+            NotImplementedError: The env was not made with ``render_mode="rgb_array"``.
+        """
         if self.env.render_mode != "rgb_array":
             raise NotImplementedError(
                 "these fastbatch envs do not render images: make them with "

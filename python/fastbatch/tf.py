@@ -19,7 +19,14 @@ __all__ = ["as_tensor", "is_aliasable"]
 
 
 def is_aliasable(array: np.ndarray) -> bool:
-    """True when `as_tensor(array)` can share the memory: C-contiguous, writeable, aligned."""
+    """True when `as_tensor(array)` can share the memory: C-contiguous, writeable, aligned.
+
+    Args:
+        array: Any value (not a numpy array: False).
+
+    Returns:
+        Whether the array's memory can be shared with TensorFlow as it is.
+    """
     return (
         isinstance(array, np.ndarray)
         and array.flags.c_contiguous
@@ -29,15 +36,25 @@ def is_aliasable(array: np.ndarray) -> bool:
 
 
 def as_tensor(array: np.ndarray, *, copy: bool | None = None) -> tf.Tensor:
-    """A `tf.Tensor` over `array`'s memory.
-
-    With ``copy=None`` (default) an array that cannot be shared (not C-contiguous, read-only,
-    or not 64-byte aligned) raises ``ValueError`` saying why; ``copy=True`` copies such an array
-    into aligned memory first (and only then); ``copy=False`` is the same as None.
+    """A `tf.Tensor` over `array`'s memory (DLPack), or over an aligned copy with ``copy=True``.
 
     The tensor keeps the array's memory alive. A fastbatch buffer viewed by a live tensor is
     never recycled, so the tensor never changes behind your back; the caller's own arrays
     (e.g. a rollout filled by `step_into`) are shared as they are: later writes show through.
+
+    Args:
+        array: A numpy array; every buffer fastbatch hands out (and every array from
+            `fastbatch.aligned_empty`) can be shared.
+        copy: None (default) or False: an array that cannot be shared (not C-contiguous,
+            read-only, or not 64-byte aligned) raises; True copies such an array into aligned
+            memory first (and only then).
+
+    Returns:
+        The tensor, of the array's shape and dtype.
+
+    Raises:
+        TypeError: ``array`` is not a numpy array.
+        ValueError: The array cannot be shared and ``copy`` is not True (saying why).
     """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"as_tensor takes a numpy array, got {type(array).__name__}")

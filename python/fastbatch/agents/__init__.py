@@ -1,5 +1,5 @@
 """Multi-agent envs as batches, every (env, agent) pair one row of the batch (docs/multi-agent.md):
-PettingZoo ``ParallelEnv``s stepped by the process backend (`AgentsVectorEnv`) and native
+PettingZoo ``ParallelEnv`` envs stepped by the process backend (`AgentsVectorEnv`) and native
 multi-agent envs stepped by the C++ pool (`NativeAgentsVectorEnv`), both on the vector contract
 of `fastbatch.make`'s envs; `fastbatch.make_agents` builds either from `fastbatch.api`'s route.
 

@@ -39,7 +39,20 @@ def _filler(space: spaces.Space) -> np.ndarray:
 
 class ParallelFacade(ParallelEnv):
     """A PettingZoo ``ParallelEnv`` over `batch`, an `AgentsVectorEnv` (or a native
-    `NativeAgentsVectorEnv`) of one env in DISABLED autoreset mode (see the module docstring; `parallel_env` builds both)."""
+    `NativeAgentsVectorEnv`) of one env in DISABLED autoreset mode (`parallel_env` builds both).
+
+    Observations, rewards, flags and infos are given for the agents whose rows are active (those
+    that took part in the step); ``agents`` are those still in the episode. Infos are empty dicts
+    except for an env that gives its masks in its infos (``info["action_mask"]``); a masked
+    env's observations are PettingZoo's classic ``{"observation", "action_mask"}`` dicts again.
+
+    Args:
+        batch: The batch of one env; the facade owns it (closing the facade closes it).
+
+    Raises:
+        TypeError: ``batch`` is not a batch of agents.
+        ValueError: A batch of more than one env, or not in DISABLED autoreset mode.
+    """
 
     def __init__(self, batch: AgentsVectorEnv) -> None:
         if not isinstance(batch, (AgentsVectorEnv, NativeAgentsVectorEnv)):
@@ -68,16 +81,39 @@ class ParallelFacade(ParallelEnv):
         self._index = {agent: k for k, agent in enumerate(spec.possible_agents)}
 
     def observation_space(self, agent: Any) -> spaces.Space:
-        """The agent's observation space, as the wrapped env gives it (one object for all)."""
+        """The agent's observation space, as the wrapped env gives it (one object for all).
+
+        Args:
+            agent: One of ``possible_agents``.
+
+        Raises:
+            ValueError: An unknown agent.
+        """
         self._check_agent(agent)
         return self._spec.agent_observation_space
 
     def action_space(self, agent: Any) -> spaces.Space:
-        """The agent's action space (one object for every agent; the batch's rows share it)."""
+        """The agent's action space (one object for every agent; the batch's rows share it).
+
+        Args:
+            agent: One of ``possible_agents``.
+
+        Raises:
+            ValueError: An unknown agent.
+        """
         self._check_agent(agent)
         return self._spec.action_space
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        """Starts an episode.
+
+        Args:
+            seed: Seeds the env (None: its generator runs on).
+            options: Ignored (the batch resets take no env options).
+
+        Returns:
+            ``(observations, infos)``, dicts keyed by the agents of the new episode.
+        """
         obs, info = self.batch.reset(seed=seed)
         active = info["active"]
         self.agents = [a for a in self.possible_agents if active[self._index[a]]]
@@ -85,6 +121,20 @@ class ParallelFacade(ParallelEnv):
         return self._dicts(obs, info, active)
 
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
+        """One step of the env with an action for each live agent.
+
+        Args:
+            actions: Agent -> action, for every agent in ``agents`` (others are ignored).
+
+        Returns:
+            ``(observations, rewards, terminations, truncations, infos)``, dicts keyed by the
+            agents that took part in the step.
+
+        Raises:
+            TypeError: ``actions`` is not a dict.
+            ValueError: An unknown agent, a live agent without an action, or a step after
+                every agent is done (reset first).
+        """
         if not isinstance(actions, dict):
             raise TypeError(f"actions must be a dict keyed by agent, got {type(actions).__name__}")
         if self._episode_over:
@@ -131,6 +181,7 @@ class ParallelFacade(ParallelEnv):
             raise ValueError(f"unknown agent {agent!r}; agents: {self.possible_agents}")
 
     def close(self) -> None:
+        """Closes the batch (and with it the env); closing twice is harmless."""
         self.batch.close()
 
     def __enter__(self) -> ParallelFacade:
@@ -143,7 +194,20 @@ class ParallelFacade(ParallelEnv):
 def parallel_env(env_fn: Any, *, seed: int | None = None, **kwargs: Any) -> ParallelFacade:
     """A `ParallelFacade` over ``make_agents(env_fn, 1, autoreset_mode="disabled", ...)``:
     one ParallelEnv stepped in a worker process (or one native multi-agent env, for a native id)
-    behind the PettingZoo parallel API. Keyword
-    arguments go to `make_agents` (its options, then the env's)."""
+    behind the PettingZoo parallel API.
+
+    Args:
+        env_fn: What `make_agents` takes: a ParallelEnv maker, module or name, or a native
+            multi-agent id.
+        seed: Env seed at the first reset (None: unseeded).
+        **kwargs: Go to `make_agents` (its options, then the env's).
+
+    Returns:
+        The facade; close it (or use it as a context manager) to stop its worker.
+
+    Raises:
+        TypeError: As `make_agents`.
+        ValueError: As `make_agents`.
+    """
     batch = make_agents(env_fn, 1, seed=seed, autoreset_mode=AutoresetMode.DISABLED, **kwargs)
     return ParallelFacade(batch)

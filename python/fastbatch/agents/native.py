@@ -45,17 +45,35 @@ __all__ = ["NativeAgentsVectorEnv"]
 
 class NativeAgentsVectorEnv(BatchVectorEnv):
     """``num_parallel_envs`` native multi-agent envs as ``num_envs = num_parallel_envs *
-    num_agents`` batch rows (see the module docstring). Build it with `fastbatch.make_agents`.
+    num_agents`` batch rows, by the row rules of `AgentsVectorEnv` (docs/multi-agent.md), stepped
+    by the C++ pool with no copy. Build it with `fastbatch.make_agents`.
 
     It keeps `fastbatch.make`'s env contract (`fastbatch._base.BatchVectorEnv`): the call rules,
     fork and pickling, DISABLED autoreset, sync ``send``/``recv``, with envs (not rows) as the
     unit of reset masks, seeds, env ids and ``batch_size``.
 
-    Agents are named ``"agent_0"``, ``"agent_1"``, ... (`possible_agents`). ``seed``: env ``i``
-    gets ``seed + i`` (a list: one seed per env). ``max_episode_steps``: the time limit, which
-    truncates every agent still in (default: the env's; 0: none). ``num_workers``: threads.
-    ``batch_size``: envs (not rows) a `recv` returns; below ``num_parallel_envs`` it is async
-    mode (module docstring).
+    Agents are named ``"agent_0"``, ``"agent_1"``, ... (`possible_agents`).
+
+    Args:
+        entry: The registry entry of the env (`fastbatch.make_agents` resolves the id to it).
+        num_envs: Envs (not rows) in the batch: ``num_parallel_envs``.
+        num_workers: Threads stepping the batch (default: the cores, at most ``num_envs``).
+        seed: Env ``i`` gets ``seed + i`` (a list: one seed per env).
+        autoreset_mode: gymnasium's ``AutoresetMode`` or its name, e.g. ``"same_step"``.
+        max_episode_steps: The time limit, which truncates every agent still in (default: the
+            env's; 0: none).
+        stats_key: The info key of each agent's finished episodes (None: none).
+        batch_size: Envs (not rows) a `recv` returns; below ``num_parallel_envs`` it is async
+            mode, on whole envs: ``send(actions, env_ids)`` takes their agent rows of actions
+            (env-major) and `recv` returns the rows of the first ``batch_size`` envs to finish,
+            in env id order, with ``info["env_id"]`` (one id per env).
+        **env_kwargs: The env's own params.
+
+    Raises:
+        TypeError: A non-integer count, or a param of the wrong type or unknown.
+        ValueError: A count below 1, ``batch_size`` above ``num_envs``, an unknown mode, a
+            param out of range, a bad seed, or an env refusing its params.
+        EnvError: An env's constructor raised (PluginError: its spec breaks the ABI).
     """
 
     backend = "native"
@@ -107,9 +125,13 @@ class NativeAgentsVectorEnv(BatchVectorEnv):
             rows_per_env=agents,
         )
         self.env_id = spec.id
+        """The native env id."""
         self.num_parallel_envs = count
+        """Envs in the batch (``num_envs`` counts rows: ``num_parallel_envs * num_agents``)."""
         self.num_agents = agents
+        """Agents of every env: rows per env."""
         self.possible_agents = tuple(f"agent_{k}" for k in range(agents))
+        """``("agent_0", "agent_1", ...)``, in row order within each env."""
         self.agent_spec = AgentSpec(
             possible_agents=self.possible_agents,
             agent_observation_space=spec.observation_space,

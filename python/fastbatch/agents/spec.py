@@ -28,7 +28,10 @@ MASK_DTYPE = np.int8  # as PettingZoo's classic envs give their masks
 @dataclass(frozen=True)
 class AgentSpec:
     """One ParallelEnv's agents and spaces, as the adapter (in each worker) and the vector env
-    (in the caller) use them. Picklable: it travels to the workers with the env factory."""
+    (in the caller) use them. Picklable: it travels to the workers with the env factory.
+
+    Read from one env by the batch (``envs.agent_spec``); its fields are below.
+    """
 
     possible_agents: tuple[Any, ...]
     """The env's ``possible_agents``, in its order: agent ``k`` of every env is batch row

@@ -1,4 +1,4 @@
-"""`AgentsVectorEnv`: PettingZoo ``ParallelEnv``s as one gymnasium-style vector env whose batch
+"""`AgentsVectorEnv`: PettingZoo ``ParallelEnv`` envs as one gymnasium-style vector env whose batch
 axis is every (env, agent) pair, stepped by the process backend.
 
 Each ParallelEnv is wrapped in `AgentsEnv` (adapter.py: every agent in one Dict observation of
@@ -81,7 +81,9 @@ def _env_factory(env_fn: Any) -> Callable[..., Any]:
 
 class AgentsVectorEnv(BatchVectorEnv):
     """``num_parallel_envs`` PettingZoo ParallelEnvs as ``num_envs = num_parallel_envs *
-    num_agents`` batch rows (see the module docstring). Build it with `make_agents`.
+    num_agents`` batch rows, by the row rules of the multi-agent guide (docs/multi-agent.md:
+    ``info["active"]``, gone agents' rows zeroed until their env resets, an env's episode ending
+    when all its agents are done). Build it with `make_agents`.
 
     It keeps `fastbatch.make`'s env contract (`fastbatch._base.BatchVectorEnv`): the call rules,
     fork and pickling, DISABLED autoreset, sync ``send``/``recv``, with envs (not rows) as the
@@ -90,6 +92,27 @@ class AgentsVectorEnv(BatchVectorEnv):
     ``single_observation_space`` / ``single_action_space``: one agent's (the observation without
     its mask); ``observation_space`` / ``action_space``: the batch of every row. Actions are
     ``[num_envs, *action_shape]``, rows env-major. Use it as a context manager, or ``close()``.
+
+    Args:
+        env_fn: A callable returning a PettingZoo ParallelEnv, a PettingZoo env module (its
+            ``parallel_env``), or either's name (``"mpe2.simple_spread_v3"``,
+            ``"pkg.mod:fn"``).
+        num_envs: ParallelEnvs in the batch (``num_parallel_envs``).
+        num_workers: Worker processes (blocks of envs), as for `fastbatch.ProcessVectorEnv`.
+        seed: Env ``i`` gets ``seed + i`` at the first reset (a list: one seed per env).
+        autoreset_mode: gymnasium's ``AutoresetMode`` or its name, e.g. ``"same_step"``.
+        start_timeout: Seconds a worker may take to build its envs.
+        in_parent: As for `fastbatch.ProcessVectorEnv`.
+        stats_key: The info key of each agent's finished episodes (None: none).
+        batch_size: None or ``num_envs``: PettingZoo envs step in sync mode.
+        env_kwargs: Keyword arguments of ``env_fn``.
+
+    Raises:
+        TypeError: ``env_fn`` is not a callable, module or name, or builds no ParallelEnv; its
+            agents' spaces are not array spaces.
+        ValueError: A module or callable that does not import; agents with different spaces;
+            no agents; ``batch_size`` other than ``num_envs``; a bad count, seed or mode.
+        EnvError: An env could not be created in a worker (its own exception type too).
     """
 
     backend = "process"
@@ -144,8 +167,12 @@ class AgentsVectorEnv(BatchVectorEnv):
         self.agent_spec: AgentSpec = spec
         """The agents and spaces read from the first env."""
         self.num_parallel_envs = count
+        """ParallelEnvs in the batch (``num_envs`` counts rows: ``num_parallel_envs *
+        num_agents``)."""
         self.num_agents = spec.num_agents
+        """Agents of every env: rows per env."""
         self.possible_agents = spec.possible_agents
+        """The env's agents, in row order within each env."""
         self.metadata = {**spec.metadata, "autoreset_mode": mode}
         self.render_mode = spec.render_mode
         self._stats_key = stats_key
@@ -265,21 +292,44 @@ def make_agents(
     """``num_envs`` PettingZoo ParallelEnvs ``env_fn(**env_kwargs)`` stepped in worker processes,
     as one vector env of ``num_envs * num_agents`` rows (`AgentsVectorEnv`).
 
-    ``env_fn``: a callable returning a ParallelEnv (``mpe2.simple_spread_v3.parallel_env``), a
-    PettingZoo env module, or either's name (``"mpe2.simple_spread_v3"``, ``"pkg.mod:fn"``); or
-    the id of a native multi-agent env (``"Spread-v0"``, a plugin's): then it is a
-    `NativeAgentsVectorEnv` stepped by the C++ pool (``num_workers`` threads; ``env_kwargs`` are
-    its params, plus ``max_episode_steps``, and ``batch_size``: envs a ``recv`` returns, for
-    async mode), with the same rows; or a `fastbatch.api.Route` (``fastbatch.api.route(env,
-    multi_agent=True, ...)``), with no other keyword arguments.
-    ``stats_key``: the info key of each agent's finished episodes (``"episode"``: return, length
-    and time per row, as ``RecordEpisodeStatistics``), None for none. ``seed``: env ``i`` gets
-    ``seed + i`` at the first reset (or ``seed[i]`` from a list), as in `fastbatch.make`.
-    ``num_workers``, ``in_parent``, ``start_timeout``: as for the process backend
-    (``fastbatch.make(..., backend="process")``). One env is built in the caller first to read
-    the agents and spaces (and closed). ``frame_stack`` is not supported yet (refused, saying
-    so). >>> ``envs = fastbatch.make_agents(simple_spread_v3.parallel_env, 8, num_workers=2,
-    seed=0, N=3)``
+    One env is built in the caller first to read the agents and spaces (and closed).
+    ``frame_stack`` is not supported yet (refused, saying so). For example,
+    ``envs = fastbatch.make_agents(simple_spread_v3.parallel_env, 8, num_workers=2, seed=0, N=3)``.
+
+    Args:
+        env_fn: A callable returning a ParallelEnv (``mpe2.simple_spread_v3.parallel_env``), a
+            PettingZoo env module, or either's name (``"mpe2.simple_spread_v3"``,
+            ``"pkg.mod:fn"``); or the id of a native multi-agent env (``"Spread-v0"``, a
+            plugin's): then it is a `NativeAgentsVectorEnv` stepped by the C++ pool
+            (``num_workers`` threads), with the same rows; or a `fastbatch.api.Route`
+            (``fastbatch.api.route(env, multi_agent=True, ...)``), with no other keyword
+            arguments.
+        num_envs: Envs (not rows) in the batch.
+        num_workers: As for the process backend (``fastbatch.make(..., backend="process")``);
+            threads for a native id.
+        seed: Env ``i`` gets ``seed + i`` at the first reset (or ``seed[i]`` from a list), as
+            in `fastbatch.make`.
+        autoreset_mode: gymnasium's ``AutoresetMode`` or its name, e.g. ``"same_step"``.
+        start_timeout: As for the process backend.
+        in_parent: As for the process backend (PettingZoo envs only).
+        stats_key: The info key of each agent's finished episodes (``"episode"``: return,
+            length and time per row, as ``RecordEpisodeStatistics``), None for none.
+        batch_size: Native ids only: envs a ``recv`` returns, for async mode.
+        **env_kwargs: The keyword arguments of ``env_fn``; for a native id, its params, plus
+            ``max_episode_steps``. ``backend`` (``"native"``, ``"process"``) is taken as
+            `fastbatch.make` takes it.
+
+    Returns:
+        An `AgentsVectorEnv`, or a `NativeAgentsVectorEnv` for a native id.
+
+    Raises:
+        TypeError: Keyword arguments with a `Route`; an ``env_fn`` of no accepted kind, or one
+            that builds no ParallelEnv.
+        ValueError: A single-agent native id (made by `fastbatch.make`), ``frame_stack``,
+            agents with different spaces, ``batch_size`` for PettingZoo envs, a module that
+            does not import, or a bad count, seed or mode.
+        UnknownEnvError: ``backend="native"`` with no native multi-agent env of that id.
+        EnvError: An env could not be created (its own exception type too).
     """
     if isinstance(env_fn, api.Route):
         if env_kwargs:

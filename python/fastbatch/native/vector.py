@@ -62,8 +62,11 @@ class RolloutBinding:
     """
 
     context: int
+    """The address of the bound storage's context, the first argument of both functions."""
     step_fn: int
+    """The address of the C step function (above)."""
     error_fn: int
+    """The address of the C function returning the last error's message."""
     episodes: Callable[[], tuple[np.ndarray, np.ndarray]]
     """Returns and lengths of the episodes that ended through ``step_fn`` since the last call."""
 
@@ -75,11 +78,34 @@ class NativeVectorEnv(BatchVectorEnv):
     as numpy views of 64-byte-aligned buffers owned by the env; an array you hold is never
     written again (buffers are recycled only once every array of a step has been dropped).
 
-    ``frame_stack=k`` (k > 1) keeps each env's last ``k`` observations in the pool, as
-    gymnasium's ``FrameStackObservation(env, k)`` would: observations (``final_obs`` too) have
-    the shape ``(k, *shape)``, oldest first, and an episode's first observation fills all ``k``.
+    Threading: one thread at a time may call an env; a concurrent call raises ``RuntimeError``,
+    as does every call in a process forked from the one that made the env (see `close`). Every
+    method but `close` raises `fastbatch.ClosedEnvError` once the env is closed.
 
-    Threading: one thread at a time may call an env; a concurrent call raises ``RuntimeError``.
+    Args:
+        entry: The registry entry of the env (`fastbatch.make` resolves the id to it).
+        num_envs: Envs in the batch.
+        num_workers: Threads stepping the batch (default: the cores, at most ``num_envs``).
+        num_threads: Deprecated name of ``num_workers``.
+        seed: Env ``i`` gets ``seed + i`` (a list: one seed per env); None: unseeded.
+        autoreset_mode: gymnasium's ``AutoresetMode`` or its name, e.g. ``"same_step"``.
+        max_episode_steps: The time limit in steps (0: none; default: see `time_limit`).
+        stats_key: The info key of finished episodes' statistics (None: none reported).
+        batch_size: Envs a `recv` returns; below ``num_envs`` it is async mode.
+        render_mode: None or ``"rgb_array"`` (an env that renders).
+        frame_stack: ``k > 1`` keeps each env's last ``k`` observations in the pool, as
+            gymnasium's ``FrameStackObservation(env, k)`` would: observations (``final_obs``
+            too) have the shape ``(k, *shape)``, oldest first, and an episode's first
+            observation fills all ``k``. None, 0 or 1: no stacking.
+        **kwargs: The env's own params (`NativeEnvSpec.params`).
+
+    Raises:
+        TypeError: A wrong type (of ``entry``, a count, a param, ``stats_key``), or both
+            ``num_workers`` and ``num_threads``.
+        ValueError: A count below 1 or ``batch_size`` above ``num_envs``; an unknown
+            ``autoreset_mode``, param value, seed or render mode; an env refusing its params.
+        ImportError: ``render_mode`` given and gymnasium's renderer of the id cannot load.
+        EnvError: An env's constructor raised (PluginError: its spec breaks the ABI).
     """
 
     _max_seed = None  # numpy's SeedSequence takes seeds of any size
@@ -236,7 +262,25 @@ class NativeVectorEnv(BatchVectorEnv):
 
         Each array must be C-contiguous, writeable, 64-byte aligned and have the exact dtype
         and shape of :meth:`step`'s results (for example slot ``t`` of a rollout made with
-        :func:`fastbatch.aligned_empty`). Nothing else is allocated.
+        :func:`fastbatch.aligned_empty`). Nothing else is allocated. Sync mode only.
+
+        Args:
+            actions: One action per env, ``[num_envs, *action_shape]``.
+            obs: Receives the observations, ``[num_envs, *obs_shape]`` in their dtype.
+            reward: Receives the rewards, ``[num_envs]`` float32.
+            terminated: Receives the terminated flags, ``[num_envs]`` bool.
+            truncated: Receives the truncated flags, ``[num_envs]`` bool.
+
+        Returns:
+            The step's ``info`` dict, as `step` gives it.
+
+        Raises:
+            RuntimeError: Before the first `reset` or after an env error.
+            AsyncStateError: The env is in async mode (``batch_size < num_envs``).
+            TypeError: An array of another dtype, or actions of the wrong kind.
+            ValueError: An array of another shape or layout, or unaligned; bad actions (as
+                `step`); DISABLED mode: an ended env was not reset.
+            EnvError: An env raised while stepping.
         """
         self._check_stepable()
         if self._disabled:
@@ -256,12 +300,24 @@ class NativeVectorEnv(BatchVectorEnv):
     ) -> RolloutBinding:
         """Binds rollout storage for compiled stepping (see :class:`RolloutBinding`).
 
-        Storage: C-contiguous, writeable arrays ``obs [T + 1, N, *obs_shape]`` (observation
-        dtype), ``reward [T, N]`` float32, ``terminated``/``truncated [T, N]`` bool and
-        ``final_obs [T, N, *obs_shape]`` (SAME_STEP mode: the final observation of each episode
-        that ended at step t). ``step_fn`` copies each new row of observations to ``next_obs``
-        as stored, in the observation dtype (float32, float64, uint8, int32 or int64; no
-        conversion). Binding again replaces the previous binding.
+        The storage: C-contiguous, writeable arrays. ``step_fn`` copies each new row of
+        observations to ``next_obs`` as stored, in the observation dtype (float32, float64,
+        uint8, int32 or int64; no conversion). Binding again replaces the previous binding.
+
+        Args:
+            obs: ``[T + 1, N, *obs_shape]``, in the observation dtype.
+            reward: ``[T, N]`` float32.
+            terminated: ``[T, N]`` bool.
+            truncated: ``[T, N]`` bool.
+            final_obs: ``[T, N, *obs_shape]`` (SAME_STEP mode: the final observation of each
+                episode that ended at step t).
+
+        Returns:
+            The `RolloutBinding` for compiled code.
+
+        Raises:
+            ValueError: A storage array of the wrong shape or layout (not C-contiguous and
+                writeable), or a multi-agent env.
         """
         self._check_open()
         context = self._pool.rollout_context(obs, reward, terminated, truncated, final_obs)
@@ -299,14 +355,13 @@ class NativeVectorEnv(BatchVectorEnv):
 
     @property
     def active_workers(self) -> int:
-        """How many threads step envs now (the calling thread counts as one). The pool times
-        its batch steps (async mode: its ``recv`` cycles) and moves to the count that measures
-        fastest, probing the neighbouring counts now and then: with a core taken by another
-        process, or with envs too cheap to share, fewer threads can be faster than all
-        :attr:`num_workers`. In async mode with the default ``num_workers``, it may also go
-        above it, up to ``min(8 x, 64 +)`` the cores, while the envs' steps block (sleep, wait
-        on I/O or another process) so that the process uses under 35% of the cores its threads
-        could. Results never depend on it."""
+        """How many threads step envs now (the calling thread counts as one). The pool times its
+        batch steps (async mode: its ``recv`` cycles) and moves to the count that measures fastest,
+        probing the neighbouring counts now and then: with a core taken by another process, or with
+        envs too cheap to share, fewer threads can be faster than all :attr:`num_workers`. In async
+        mode with the default ``num_workers``, it may also go above it, up to ``min(8 x, 64 +)`` the
+        cores, while the envs' steps block (sleep, wait on I/O or another process) so that the
+        process uses under 35% of the cores its threads could. Results never depend on it."""
         return self._pool.active_threads
 
     @property
@@ -318,21 +373,39 @@ class NativeVectorEnv(BatchVectorEnv):
         return self.num_workers
 
     def get_env_state(self, index: int) -> np.ndarray:
-        """The internal float64 state of env ``index`` (for tests and debugging)."""
+        """The internal float64 state of env ``index`` (for tests and debugging).
+
+        Args:
+            index: The env, ``0 <= index < num_envs``.
+
+        Returns:
+            A new 1-D float64 array (classic control: gymnasium's ``env.state``).
+
+        Raises:
+            IndexError: No env ``index``.
+            ValueError: The env type does not expose its state.
+        """
         self._check_open()
         return self._pool.get_state(index)
 
     def set_env_state(self, index: int, state: np.ndarray) -> None:
-        """Replaces env ``index``'s internal state with ``state``, a float64 array laid out as
-        `get_env_state` returns it (gymnasium's ``env.state`` for classic control), so that its
-        next step starts there, as after ``env.unwrapped.state = state`` in gymnasium. Only the
-        env's state changes: its episode's step count and return go on, and the last
-        observation is not rewritten.
+        """Replaces env ``index``'s internal state, as ``env.unwrapped.state = state`` does.
 
-        Raises IndexError (no env ``index``), TypeError (not a float64 numpy array: nothing is
-        converted), ValueError (another shape than the state's), NotImplementedError naming the
-        env id (its env class has no ``SetState``) and `fastbatch.AsyncStateError` (the env's
-        step is in flight: ``recv()`` it first)."""
+        Its next step starts there. Only the env's state changes: its episode's step count
+        and return go on, and the last observation is not rewritten.
+
+        Args:
+            index: The env, ``0 <= index < num_envs``.
+            state: A float64 numpy array laid out as `get_env_state` returns it (gymnasium's
+                ``env.state`` for classic control).
+
+        Raises:
+            IndexError: No env ``index``.
+            TypeError: Not a float64 numpy array (nothing is converted).
+            ValueError: Another shape than the state's.
+            NotImplementedError: The env class has no ``SetState`` (names the env id).
+            AsyncStateError: The env's step is in flight: ``recv()`` it first.
+        """
         self._check_open()
         self._pool.set_state(index, state)
 
@@ -341,17 +414,47 @@ class NativeVectorEnv(BatchVectorEnv):
         """Calls (or, when not callable, reads) ``name`` on every env: a tuple in env order.
 
         Native envs answer their params, spaces, ``spec``, ``metadata``, ``render_mode``,
-        ``np_random_seed``, ``state`` and ``render`` (see `fastbatch.native.attrs`)."""
+        ``np_random_seed``, ``state`` and ``render`` (see `fastbatch.native.attrs`).
+
+        Args:
+            name: The attribute or method.
+            *args: Positional arguments of a call (ignored for a value).
+            **kwargs: Keyword arguments of a call (ignored for a value).
+
+        Returns:
+            One result per env, in env order.
+
+        Raises:
+            AttributeError: A name native envs do not answer (the message lists those they do).
+        """
         self._check_open()
         values = [self._attrs.value(name, i) for i in range(self.num_envs)]
         return tuple(v(*args, **kwargs) if callable(v) else v for v in values)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        """Attribute ``name`` of every env, a tuple in env order (see :meth:`call`)."""
+        """Attribute ``name`` of every env, a tuple in env order (see :meth:`call`).
+
+        Args:
+            name: The attribute; a method is called without arguments.
+
+        Returns:
+            One value per env, in env order.
+
+        Raises:
+            AttributeError: A name native envs do not answer.
+        """
         return self.call(name)
 
     def set_attr(self, name: str, values: Any) -> None:
-        """Refused: a native env's params are fixed when it is made."""
+        """Refused: a native env's params are fixed when it is made.
+
+        Args:
+            name: The attribute.
+            values: Its value(s), never set.
+
+        Raises:
+            AttributeError: Always (for a known name, saying to make new envs with it).
+        """
         self._check_open()
         self._attrs.value(name, 0)  # an unknown name raises AttributeError first
         raise AttributeError(
@@ -368,8 +471,12 @@ class NativeVectorEnv(BatchVectorEnv):
 
     def render(self) -> tuple[Any, ...] | None:
         """Every env's frame (``render_mode="rgb_array"``), drawn by the env itself (an env class
-        with ``Render``) or by gymnasium's renderer of the same id from the env's state; None
-        without a render mode."""
+        with ``Render``) or by gymnasium's renderer of the same id from the env's state.
+
+        Returns:
+            One ``[height, width, 3]`` uint8 frame per env, in env order; None without a
+            render mode.
+        """
         self._check_open()
         if self.render_mode is None:
             return None

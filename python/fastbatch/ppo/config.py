@@ -21,7 +21,16 @@ def check_cnn_dtype(name: str) -> None:
 
 @dataclass(frozen=True)
 class PPOConfig:
-    """Every knob of a training run. Presets override a few; `--set key=value` overrides any."""
+    """Every knob of a training run. Presets override a few; `--set key=value` overrides any.
+
+    Frozen; its fields (below) are its constructor's keyword arguments, checked when it is made.
+
+    Raises:
+        ValueError: A field out of its range or choices (naming it and what it takes), or
+            fields that do not fit together (``policy="gru"`` with ``shared_torso=False`` or
+            ``num_envs`` not divisible by ``minibatches``; ``num_envs * rollout_steps`` not
+            divisible by ``minibatches``).
+    """
 
     env_id: str = "CartPole-v1"
     """Env id: a native fastbatch id, or any gymnasium id (run in worker processes); with
@@ -222,15 +231,45 @@ class PPOConfig:
         return self.num_envs * self.rollout_steps
 
     def replace(self, **changes: Any) -> PPOConfig:
+        """A copy with some fields changed.
+
+        Args:
+            **changes: Field name -> new value.
+
+        Returns:
+            The new config (this one is frozen, unchanged).
+
+        Raises:
+            TypeError: An unknown field.
+            ValueError: A value the checks refuse.
+        """
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> str:
+        """The config as indented JSON (``env_kwargs`` as an object), as ``config.json`` holds it.
+
+        Returns:
+            The JSON text; `from_json` reads it back.
+        """
         data = dataclasses.asdict(self)
         data["env_kwargs"] = dict(self.env_kwargs)  # a JSON object, as --set takes it
         return json.dumps(data, indent=2)
 
     @classmethod
     def from_json(cls, text: str) -> PPOConfig:
+        """The config of a JSON text written by `to_json` (also configs saved before
+        ``num_threads`` became ``num_workers``).
+
+        Args:
+            text: The JSON text.
+
+        Returns:
+            The config, checked as any is.
+
+        Raises:
+            ValueError: Not JSON, or a value the checks refuse.
+            TypeError: An unknown field.
+        """
         data = json.loads(text)
         if "num_threads" in data:  # configs saved before the knob was renamed
             data["num_workers"] = data.pop("num_threads")

@@ -94,7 +94,16 @@ class PeerLostError(RuntimeError):
 class Cluster:
     """Where this worker sits: ``workers`` are "host:port" addresses in rank order (rank 0 is
     the chief, which alone writes the run's files); ``timeout`` (seconds) bounds the wait for
-    every worker to join, the start-up after that and each update (the watchdog)."""
+    every worker to join, the start-up after that and each update (the watchdog).
+
+    Args:
+        workers: Every worker's ``"host:port"``, in rank order.
+        rank: This worker's index in ``workers``.
+        timeout: Seconds (at most 1e9).
+
+    Raises:
+        ValueError: No workers, a rank outside them, or a timeout not in (0, 1e9].
+    """
 
     workers: tuple[str, ...]
     rank: int
@@ -110,8 +119,20 @@ class Cluster:
 
     @classmethod
     def from_tf_config(cls, text: str, rank: int | None = None, timeout: float = 300.0):
-        """From TF_CONFIG's JSON: ``{"cluster": {"worker": ["host:port", ...]}, "task":
-        {"type": "worker", "index": i}}`` (``rank`` overrides the task index)."""
+        """The cluster of a TF_CONFIG JSON text.
+
+        Args:
+            text: ``{"cluster": {"worker": ["host:port", ...]}, "task": {"type": "worker",
+                "index": i}}``.
+            rank: Overrides the task index (needed when the text has none).
+            timeout: As the class's.
+
+        Returns:
+            The `Cluster`.
+
+        Raises:
+            ValueError: Not such JSON, tasks other than workers, no rank, or a bad value.
+        """
         try:
             data = json.loads(text)
             workers = tuple(data["cluster"]["worker"])

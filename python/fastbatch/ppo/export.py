@@ -92,8 +92,17 @@ class Player:
     """A policy playing a batch of envs: ``player(obs, starts) -> actions``, where ``starts
     [B]`` marks envs whose episode begins with `obs`. It keeps each env's state between calls
     and gives an env whose episode starts (or a batch of another size) the initial state.
-    `step` is ``(obs, state) -> (actions, state)`` and `initial_state` ``batch -> state``, both
-    on numpy arrays."""
+
+    `load_policy` makes one. Call it as ``actions = player(obs, starts)``: ``obs`` ``[B, *obs]``
+    (cast to the policy's observation dtype) and ``starts`` ``[B]`` bool; the actions are a
+    numpy array ``[B, ...]`` (deterministic, clipped to a Box action space).
+
+    Args:
+        step: ``(obs, state) -> (actions, state)``, on numpy arrays.
+        initial_state: ``batch -> state``: the state ``[batch, S]`` of envs whose episode
+            starts.
+        obs_dtype: The dtype the policy takes its observations in.
+    """
 
     def __init__(self, step, initial_state, obs_dtype=np.float32):
         self._step, self._initial_state = step, initial_state
@@ -112,8 +121,19 @@ class Player:
 
 
 def load_policy(path: str | Path) -> Player:
-    """The deterministic policy of a SavedModel exported by `train`, as a `Player`. Exports
-    from before recurrent policies (no ``step`` signature) play statelessly."""
+    """The deterministic policy of a SavedModel exported by `train`, as a `Player`.
+
+    Exports from before recurrent policies (no ``step`` signature) play statelessly.
+
+    Args:
+        path: The SavedModel directory (``<run>/policy``).
+
+    Returns:
+        A `Player`: ``player(obs, starts) -> actions`` on numpy arrays.
+
+    Raises:
+        OSError: No SavedModel at ``path`` (TensorFlow's error).
+    """
     model = tf.saved_model.load(str(path))
     if "step" not in model.signatures:
         serve = model.signatures["serving_default"]
@@ -157,10 +177,28 @@ def evaluate_saved(
     pettingzoo: bool = False,
     **make_kwargs,
 ) -> list[float]:
-    """Plays `episodes` episodes of `env_id` with a SavedModel exported by `train`. With
-    ``pettingzoo=True``, `env_id` names a PettingZoo env (as a ``pettingzoo`` run's config) and
-    the episodes are agents' (`fastbatch.make_agents`: every agent plays the policy), as they
-    are for a native multi-agent env (``"Spread-v0"``)."""
+    """Plays `episodes` episodes of `env_id` with a SavedModel exported by `train`.
+
+    The policy is deterministic; up to 16 envs play at once, in SAME_STEP autoreset mode.
+
+    Args:
+        path: The SavedModel directory (``<run>/policy``).
+        env_id: The env to play, as `fastbatch.make` takes it.
+        episodes: How many episodes to play.
+        seed: Env ``i`` gets ``seed + i``.
+        pettingzoo: `env_id` names a PettingZoo env (as a ``pettingzoo`` run's config) and the
+            episodes are agents' (`fastbatch.make_agents`: every agent plays the policy), as
+            they are for a native multi-agent env (``"Spread-v0"``).
+        **make_kwargs: More keyword arguments of the env's make (its params, ``backend``,
+            ``num_workers``).
+
+    Returns:
+        The returns of the first `episodes` episodes to end, in the order they ended.
+
+    Raises:
+        OSError: No SavedModel at ``path``.
+        UnknownEnvError: No backend knows `env_id`.
+    """
     policy = load_policy(path)
     make_kwargs = {"seed": seed, "autoreset_mode": "same_step", **make_kwargs}
     agents = True if pettingzoo else None  # None: as the id is (native agents or not)

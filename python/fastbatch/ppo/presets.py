@@ -247,10 +247,27 @@ PRESETS: dict[str, PPOConfig] = {
         env_id="GridChase-v0", num_envs=16, rollout_steps=64, total_steps=300_000
     ),
 }
+"""The named presets: name -> `PPOConfig` (``fastbatch train NAME``, `resolve`); each changes
+only a few of the defaults. The training guide's table lists them."""
 
 
 def resolve(name: str, overrides: list[str] | tuple[str, ...] = (), **changes: Any) -> PPOConfig:
-    """A preset (or the defaults for an env id), then `key=value` overrides, then `changes`."""
+    """A preset (or the defaults for an env id), then `key=value` overrides, then `changes`.
+
+    Args:
+        name: A name in `PRESETS`, else an env id (the defaults with that ``env_id``).
+        overrides: ``"key=value"`` strings, as ``--set`` takes them: each value parsed by the
+            field's type (bools true/false, ``none``, comma-separated tuples, JSON for
+            ``env_kwargs``).
+        **changes: Field name -> value, applied last.
+
+    Returns:
+        The resolved `PPOConfig`.
+
+    Raises:
+        ValueError: An override without ``=``, an unknown key, a value the field does not
+            take, or a config the checks refuse.
+    """
     if name in PRESETS:
         config = PRESETS[name]
     else:

@@ -115,20 +115,42 @@ def train(
     max_updates: int | None = None,
     cluster: Cluster | None = None,
 ) -> dict[str, Any]:
-    """Trains a policy as `config` says, writing everything to `logdir`. Returns the results
-    (also written to result.json; NaN and missing figures are None there).
+    """Trains a policy as `config` says, writing everything to `logdir`.
 
-    With ``resume=True`` the latest checkpoint in ``logdir`` is restored (weights, optimiser,
-    normalisers, KL penalty, counters) and the run continues. The envs restart from a seed
-    derived from the update count at every checkpoint boundary, so a resumed run follows the
-    same trajectory as an uninterrupted one. ``total_steps`` (resume only) sets a new target,
-    for example to extend a finished run; below the env steps already done it raises
-    ValueError. ``max_updates`` stops early (for tests).
+    The envs restart from a seed derived from the update count at every checkpoint boundary, so
+    a resumed run follows the same trajectory as an uninterrupted one. When the run is complete
+    the chief evaluates the policy, exports it to ``<logdir>/policy`` (`fastbatch.ppo.export`)
+    and plots ``curve.png``.
 
-    With a `cluster` this process is one worker of a data-parallel run (distribute.py): it
-    steps its own envs and exchanges gradients and statistics with the others; ``total_steps``
-    and the logged steps count every worker's env steps. Only the chief (rank 0) writes
-    `logdir`; every worker returns the results.
+    Args:
+        config: The run's config (with ``resume=True`` the one in ``logdir`` is used instead).
+        logdir: The run directory (made if missing): config.json, checkpoints, progress.csv,
+            TensorBoard summaries, result.json, the exported policy.
+        resume: Restore the latest checkpoint in ``logdir`` (weights, optimiser, normalisers,
+            KL penalty, counters) and continue the run.
+        total_steps: Resume only: a new target, for example to extend a finished run.
+        progress: Show a tqdm progress bar (when tqdm is installed).
+        max_updates: Stop after this many updates in all (for tests).
+        cluster: This process is one worker of a data-parallel run (distribute.py): it steps
+            its own envs and exchanges gradients and statistics with the others;
+            ``total_steps`` and the logged steps count every worker's env steps. Only the chief
+            (rank 0) writes `logdir`; every worker returns the results.
+
+    Returns:
+        The results, also written to result.json (NaN and missing figures are None there):
+        ``env_id``, ``updates``, ``env_steps``, ``seconds``, ``train_return`` (the mean of the
+        last ``return_window`` episodes), ``workers``, ``global_batch_size`` and, once the run
+        is complete, ``eval_return``.
+
+    Raises:
+        FileNotFoundError: ``resume=True`` with no config.json or no checkpoint in ``logdir``.
+        ValueError: ``total_steps`` without ``resume``, or below the env steps already done;
+            a config that does not fit the env's spaces.
+        PluginError: A library of ``config.plugins`` does not load.
+        ImportError: A module of ``config.imports`` does not import.
+        UnknownEnvError: No backend knows ``config.env_id``.
+        RuntimeError: With a cluster: a worker could not join, or a peer was lost
+            (``PeerLostError``).
     """
     start = time.perf_counter()  # the run's clock includes building the envs and the agent
     logdir = Path(logdir)

@@ -1,14 +1,13 @@
 """The process backend: any gymnasium env, stepped in worker processes through shared memory.
 
 `ProcessVectorEnv` is the gymnasium-facing facade: arguments, async block bookkeeping, and the
-calls on the envs (``get_attr``, ``set_attr``, ``call``, ``render``). `WorkerSet`
-(worker_set.py) runs the workers: `num_envs` Python envs split into contiguous blocks, one
-per worker process. Actions, observations, rewards, flags and episode statistics travel through
-one shared-memory segment laid out like the native batch buffers (64-byte aligned, see shm.py);
-workers are woken through futexes in that segment (spin, then sleep). Every gymnasium space
-works: array spaces and Dict/Tuple of them through the shared memory, the others pickled (see
-spaces.py). Pipes carry the start-up handshake, pickled values, calls, infos that do not
-fit the shared info area, and errors.
+calls on the envs (``get_attr``, ``set_attr``, ``call``, ``render``). `WorkerSet` (worker_set.py)
+runs the workers: `num_envs` Python envs split into contiguous blocks, one per worker process.
+Actions, observations, rewards, flags and episode statistics travel through one shared-memory
+segment laid out like the native batch buffers (64-byte aligned, see shm.py); workers are woken
+through futexes in that segment (spin, then sleep). Every gymnasium space works: array spaces and
+Dict/Tuple of them through the shared memory, the others pickled (see spaces.py). Pipes carry the
+start-up handshake, pickled values, calls, infos that do not fit the shared info area, and errors.
 """
 
 from __future__ import annotations
@@ -68,40 +67,47 @@ class ProcessVectorEnv(BatchVectorEnv):
     Build it with ``fastbatch.make(env_id_or_factories, num_envs, backend="process", ...)``.
     Results are 64-byte-aligned copies of the shared memory that never change behind the
     caller's back (a set the caller has dropped is recycled, so a steady loop allocates
-    nothing). With ``batch_size < num_envs`` (async mode), whole worker blocks are sent and
-    received: ``batch_size`` must be a multiple of the block size ``num_envs // num_workers``.
+    nothing). Every method but `close` raises `fastbatch.ClosedEnvError` once the env is closed.
 
-    ``in_parent``: the calling process steps block 0 itself (as the native pool's calling thread
-    does), so ``num_workers`` blocks need ``num_workers - 1`` processes. The default (None)
-    turns it on in sync mode when ``num_workers`` is at least the number of available cores
-    and ``restart`` is off: a process per block would then leave the waiting caller competing
-    for the cores (measured on 2 cores: 1.7x SyncVectorEnv on HalfCheetah instead of 1.3x).
-    An env that crashes the interpreter in block 0 then takes the caller down, as with
-    ``SyncVectorEnv``; a Ctrl-C inside one of its envs leaves the env needing ``reset()``.
+    Args:
+        env_fns: One factory per env returning a gymnasium env (cloudpickled to the workers).
+        num_workers: Blocks of envs, one process each (default: the cores, at most one per env).
+        seed: Env ``i`` gets ``seed + i`` at the first reset (a list: one seed per env).
+        autoreset_mode: gymnasium's ``AutoresetMode`` or its name, e.g. ``"same_step"``.
+        stats_key: The info key of finished episodes' statistics (None: none reported).
+        batch_size: Envs a `recv` returns. Below ``num_envs`` (async mode) whole worker blocks
+            are sent and received: a multiple of the block size ``num_envs // num_workers``.
+        start_timeout: Seconds a worker may take to build its envs and answer.
+        liveness_interval: Seconds within which a waiting caller notices a dead worker.
+        in_parent: The caller steps block 0 itself (as the native pool's calling thread does), so
+            ``num_workers`` blocks need ``num_workers - 1`` processes. None (default): on in sync
+            mode when ``num_workers`` is at least the available cores and ``restart`` is off (a
+            process per block would leave the waiting caller competing for the cores). An env
+            crashing the interpreter in block 0 takes the caller down; a Ctrl-C in one of its
+            envs leaves the env needing ``reset()``.
+        restart: A worker that dies is replaced by a fresh one that rebuilds its envs from the
+            factories, unseeded; the call in progress returns the block's rows as
+            ``truncated=True`` (reward 0, no statistics, the new episode's first observation,
+            also as ``final_obs``) with ``info["worker_restarted"]``: their episodes are lost.
+            `restarts` counts replacements. Never block 0 of ``in_parent``.
+        frame_stack: ``k > 1`` wraps each env in gymnasium's ``FrameStackObservation(env, k)``
+            in its worker, as the native ``frame_stack`` stacks (None or 0: no stacking).
+        wrappers: Callables ``env -> env`` or their import paths ``"module:name"``, put around
+            each env in its worker in order (the first innermost), before the frame stack.
+        rebalance: With ``in_parent``, the caller also takes blocks over from their workers
+            while that measures faster (another program took a core), and gives them back later;
+            envs that do not pickle the same (EzPickle: MuJoCo's, ALE's) never move.
 
-    ``rebalance`` (with ``in_parent``; default True): the caller also takes other blocks over
-    from their workers while that measures faster, as when another program takes a core and
-    the workers wait for it, and gives them back later (rebalance.py). Envs move by pickling;
-    envs that would not come out the same (gymnasium's EzPickle envs, such as MuJoCo's and
-    ALE's) never move. ``caller_blocks`` is how many blocks the caller steps now;
-    ``rebalance_off_reason`` why blocks do not move, if they do not.
-
-    ``restart=True``: a worker process that dies is replaced by a fresh one that builds its
-    envs again from the factories and resets them without a seed. The call in progress still
-    returns: the replaced block's rows report ``truncated=True`` (reward 0, terminated False,
-    no episode statistics, the new episode's first observation, also as ``final_obs`` in
-    SAME_STEP mode) and ``info["worker_restarted"]``; the episodes in flight are lost. In
-    NEXT_STEP mode those envs reset once more on their next step, as any truncated env does;
-    in DISABLED mode reset them with a mask. ``self.restarts`` counts replacements. A worker
-    that dies again while being restarted, or whose envs cannot be rebuilt, raises
-    ``WorkerDiedError`` and closes the env. Block 0 of ``in_parent`` is never restarted.
-
-    ``frame_stack=k`` (k > 1): each env is wrapped in gymnasium's
-    ``FrameStackObservation(env, k)`` in its worker, as the native backend's ``frame_stack``
-    stacks in its pool (None or 0: no stacking). ``wrappers``: callables ``env -> env`` or
-    their import paths ``"module:name"``, put around each env in its worker in order (the
-    first innermost), before the frame stack, as ``gymnasium.make_vec``'s ``wrappers``
-    (wrapping.py).
+    Raises:
+        TypeError: A flag not a bool, a time not a number, a wrapper of the wrong kind.
+        ValueError: No env, a time not positive, more workers than envs, a bad ``batch_size``,
+            seed or ``autoreset_mode``, or ``in_parent=True`` in async mode.
+        ImportError: A wrapper's import path does not load.
+        EnvError: An env could not be built (also as its own exception type).
+        TimeoutError: A worker did not answer within ``start_timeout``.
+        RuntimeError: The envs' spaces differ.
+        WorkerDiedError: A worker died starting (later: died without ``restart``, or again
+            while restarting or its envs cannot be rebuilt; the env is then closed).
     """
 
     backend = "process"
@@ -191,8 +197,7 @@ class ProcessVectorEnv(BatchVectorEnv):
         self._rebalancer = Rebalancer(self._workers) if rebalance and can_move else None
 
     def _layout(self, obs_space, act_space) -> Layout:
-        """The shared layout for these spaces (see spaces.py; the worker set holds the
-        observation plan)."""
+        """The shared layout for these spaces (spaces.py; the worker set holds the obs plan)."""
         self._act_plan = SpacePlan(act_space)
         return Layout(
             num_envs=len(self._workers.env_fns),
@@ -242,23 +247,55 @@ class ProcessVectorEnv(BatchVectorEnv):
     # ------------------------------------------------------------------ calls on the envs
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Calls method `name` of every env (found through its wrappers, as gymnasium's vector
-        envs find it) with `args` and `kwargs`; returns the results in env order, as copies (as
-        ``AsyncVectorEnv`` returns them). An attribute that is not callable is returned as it
-        is. An error is raised here as every env error is: as the env's own exception type, also
-        an EnvError, when it can be rebuilt (else a plain EnvError), with the worker's traceback
-        and ``env_index``. Not while steps are in flight (async mode): recv() them first."""
+        envs find it); an attribute that is not callable is returned as it is.
+
+        Args:
+            name: The method or attribute (not ``reset``, ``step`` or ``close``).
+            *args: Positional arguments of the call.
+            **kwargs: Keyword arguments of the call.
+
+        Returns:
+            The results in env order, as copies; None for the envs of a worker replaced meanwhile.
+
+        Raises:
+            ValueError: ``name`` is ``reset``, ``step`` or ``close``.
+            TypeError: ``name`` is not a str.
+            AsyncStateError: Steps are in flight (async mode): recv() them first.
+            EnvError: An env raised: as its own exception type too when that can be rebuilt,
+                with the worker's traceback and ``env_index``.
+        """
         if name in _NOT_CALLABLE:
             raise ValueError(f"call({name!r}) would bypass the vector env: use {name}() instead")
         return self._call_envs(name, None, args, kwargs)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """Attribute `name` of every env, in env order. As in gymnasium's vector envs, this is
-        ``call(name)``: a method is called without arguments."""
+        ``call(name)``: a method is called without arguments.
+
+        Args:
+            name: The attribute.
+
+        Returns:
+            One value per env, in env order (copies).
+
+        Raises:
+            AttributeError: An env has no such attribute (also an EnvError, as in `call`).
+            AsyncStateError: Steps are in flight.
+        """
         return self.call(name)
 
     def set_attr(self, name: str, values: Any) -> None:
-        """Sets attribute `name` of every env (through its wrappers): to ``values[i]`` for env
-        ``i`` when `values` is a list or tuple of one value per env, else to `values` itself."""
+        """Sets attribute `name` of every env (through its wrappers).
+
+        Args:
+            name: The attribute.
+            values: A value per env (a list or tuple: env ``i`` gets ``values[i]``) or one for all.
+
+        Raises:
+            ValueError: A list or tuple of another length than ``num_envs``.
+            AsyncStateError: Steps are in flight.
+            EnvError: An env raised while setting it (its own exception type too).
+        """
         if not isinstance(values, (list, tuple)):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
@@ -283,8 +320,7 @@ class ProcessVectorEnv(BatchVectorEnv):
         return self.get_attr("np_random")
 
     def _call_envs(self, name: Any, values: list | None, args: tuple, kwargs: dict) -> tuple:
-        """Runs a call (`Block.call`) on every env; a replaced worker's envs (restart=True)
-        answer None."""
+        """Runs a call (`Block.call`) on every env; a replaced worker's envs answer None."""
         self._check_open()
         if not isinstance(name, str):
             raise TypeError(f"an attribute name must be a str, got {name!r}")
