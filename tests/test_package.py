@@ -75,21 +75,12 @@ def test_compiling_on_first_use_names_what_failed(tmp_path, monkeypatch):
     assert list(tmp_path.glob("*.so")) == []  # no partial file left behind
 
 
-def test_the_readme_env_table_gives_each_native_envs_spaces():
-    """README.md's Environments table, row by row, against the registry (Spread-v0's observation
-    was once given as Box(10,), which it never was)."""
-    import re
-    from pathlib import Path
+def test_aligned_empty_is_aligned_and_refuses_a_negative_dimension():
+    import numpy as np
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    table = readme.split("## Environments", 1)[1].split("\n\n", 2)[1]
-    rows = [line.split("|")[1:4] for line in table.splitlines()[2:]]
-    assert len(rows) >= 8
-    for id_cell, obs_cell, _ in rows:
-        env_id = re.search(r"`([^`]+)`", id_cell).group(1)
-        spec = fastbatch.spec(env_id)
-        shape = re.search(r"Box\(([\d, ]+)\)", obs_cell).group(1)
-        assert tuple(int(d) for d in shape.split(",") if d.strip()) == (
-            spec.observation_space.shape
-        ), f"{env_id}: README says Box({shape}), the env has {spec.observation_space}"
-        assert str(spec.observation_space.dtype) in obs_cell, env_id
+    for shape in (0, (3,), (2, 5), (0, 7)):
+        array = fastbatch.aligned_empty(shape, np.float64)
+        assert array.ctypes.data % fastbatch.ALIGNMENT == 0 and array.flags.c_contiguous
+    for shape in ((-1,), (-1, 3), -2):
+        with pytest.raises(ValueError, match="negative dimensions"):
+            fastbatch.aligned_empty(shape)
