@@ -385,9 +385,10 @@ def cpu_line() -> str:
 
 
 class RunInfo:
-    """The metadata of one benchmark run, taken when it is built: UTC date and time, cores
-    (``cores()``) and ``os.cpu_count()``, the load average, python, the machine, the versions
-    of fastbatch, numpy, gymnasium and any `packages`, and the script's `settings`.
+    """The metadata of one benchmark run, taken when it is built: UTC date and time, the
+    process's command line (``argv``: ``sys.argv``, the script first), cores (``cores()``) and
+    ``os.cpu_count()``, the load average, python, the machine, the versions of fastbatch,
+    numpy, gymnasium and any `packages`, and the script's `settings`.
     ``header()`` is the line a script prints before its results; ``finish()`` adds the load
     average at the end and the cores other processes used over the run (``OthersCpu``)."""
 
@@ -397,6 +398,7 @@ class RunInfo:
         names = ("fastbatch", "numpy", "gymnasium", *packages)
         self.meta: dict[str, Any] = {
             "utc": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "argv": list(sys.argv),
             "cores": cores(),
             "cpu_count": os.cpu_count(),
             "load_average": _load_average(),

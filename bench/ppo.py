@@ -13,15 +13,16 @@ presets (ppo_pixels.py: time to a target training return against SB3 PPO with th
 CNN, a table a run and a summary); the rest of this text is about the default mode.
 
 For every preset and seed: wall-clock seconds (tracing and start-up included) and env steps
-until the mean return of the last 20 training episodes first reaches the env's threshold, and
-the mean return at the end of the budget. `--set` overrides config fields of every preset
-(e.g. `--set policy=mlp`: the NoVel presets without memory). When `stable-baselines3` is
-installed (pip install '.[bench]' plus torch), the same figures for SB3 with the zoo's tuned
-hyperparameters: PPO (hyperparams/ppo.yml) for the full envs, sb3-contrib's RecurrentPPO
-(hyperparams/ppo_lstm.yml) for the NoVel envs, on gymnasium's env with the zoo's velocity mask
-(the velocity columns multiplied by zero), with each of `--sb3-threads` torch threads (the
-faster setting is compared). SB3 runs stop at the threshold, or after `--sb3-time-limit`
-seconds (then the row says how far they got: a lower bound on their time to the threshold).
+until the mean return of the last 20 training episodes first reaches the env's threshold, the
+mean return at the end of the budget, and the run's learning curve (``curve``: see
+learning_curve). `--set` overrides config fields of every preset (e.g. `--set policy=mlp`: the
+NoVel presets without memory). When `stable-baselines3` is installed (pip install '.[bench]'
+plus torch), the same figures for SB3 with the zoo's tuned hyperparameters: PPO
+(hyperparams/ppo.yml) for the full envs, sb3-contrib's RecurrentPPO (hyperparams/ppo_lstm.yml)
+for the NoVel envs, on gymnasium's env with the zoo's velocity mask (the velocity columns
+multiplied by zero), with each of `--sb3-threads` torch threads (the faster setting is
+compared). SB3 runs stop at the threshold, or after `--sb3-time-limit` seconds (then the row
+says how far they got: a lower bound on their time to the threshold), so their curves end there.
 `--workers N` trains each fastbatch run with N data-parallel worker processes on this host
 (`fastbatch train --workers N`; steps count every worker's), in place of one process.
 
@@ -50,6 +51,8 @@ THRESHOLDS = {
     "CartPoleNoVel-v1": 475.0,
     "PendulumNoVel-v1": -250.0,
 }
+
+CURVE_POINTS = 200  # the most points a run's learning curve keeps in the JSON
 
 # rl-baselines3-zoo's NoVel envs (rl_zoo3/wrappers.py): the full env, velocity columns zeroed.
 NOVEL = {"CartPoleNoVel-v1": ("CartPole-v1", (1, 3)), "PendulumNoVel-v1": ("Pendulum-v1", (2,))}
@@ -147,6 +150,24 @@ ZOO = {
 }
 
 
+def learning_curve(
+    points: list[tuple[float, float, float, float]], window: int
+) -> list[list[float]]:
+    """A run's learning curve as the JSON keeps it: ``[env_steps, wall_seconds, mean_return]``
+    points, where mean_return is that of the last `window` training episodes.
+
+    `points` are (env steps, seconds since the run began, mean return, episodes that mean
+    covers), in order, one an update (fastbatch's progress.csv rows) or a rollout (SB3's). Only
+    points whose mean covers a whole `window` are kept (as in ``harness.first_crossing``), and
+    of those at most CURVE_POINTS, evenly spaced, the first and the last among them."""
+    full = [(s, t, r) for s, t, r, episodes in points if episodes >= window]
+    if len(full) > CURVE_POINTS:
+        last = len(full) - 1
+        kept = sorted({round(i * last / (CURVE_POINTS - 1)) for i in range(CURVE_POINTS)})
+        full = [full[i] for i in kept]
+    return [[int(s), round(t, 3), round(r, 4)] for s, t, r in full]
+
+
 def run_fastbatch(
     preset: str,
     seed: int,
@@ -184,6 +205,7 @@ def run_fastbatch(
         "seconds": result["seconds"],
         "steps_per_second": result["env_steps"] / result["seconds"],
         "workers": result.get("workers", 1),
+        "curve": learning_curve(rows, config.return_window),
     }
 
 
@@ -226,6 +248,13 @@ def run_sb3(env_id: str, seed: int, threads: int, time_limit: float) -> dict | N
             initial = float(kwargs[key].split("_")[1])
             kwargs[key] = lambda progress, initial=initial: progress * initial
     threshold = THRESHOLDS[env_id]
+    points = []  # (env steps, seconds, mean return, episodes): learning_curve's input
+
+    def record() -> None:
+        """Appends the model's point now to `points` (the mean of its last 20 episodes)."""
+        window = list(model.ep_info_buffer)[-20:]
+        mean = statistics.mean(e["r"] for e in window) if window else math.nan
+        points.append((model.num_timesteps, time.perf_counter() - start, mean, len(window)))
 
     class Stop(BaseCallback):
         hit = None
@@ -234,6 +263,7 @@ def run_sb3(env_id: str, seed: int, threads: int, time_limit: float) -> dict | N
         def _on_step(self) -> bool:
             if time.perf_counter() - start > time_limit:
                 Stop.timed_out = True
+                record()
                 return False
             buffer = self.model.ep_info_buffer
             if (
@@ -241,8 +271,12 @@ def run_sb3(env_id: str, seed: int, threads: int, time_limit: float) -> dict | N
                 and statistics.mean(e["r"] for e in list(buffer)[-20:]) >= threshold
             ):
                 Stop.hit = (self.num_timesteps, time.perf_counter() - start)
+                record()
                 return False
             return True
+
+        def _on_rollout_end(self) -> None:
+            record()
 
     algo, policy = (RecurrentPPO, "MlpLstmPolicy") if env_id in NOVEL else (PPO, "MlpPolicy")
     model = algo(policy, env, seed=seed, verbose=0, device="cpu", **kwargs)
@@ -259,6 +293,7 @@ def run_sb3(env_id: str, seed: int, threads: int, time_limit: float) -> dict | N
         "steps": model.num_timesteps,
         "seconds": time.perf_counter() - start,
         "timed_out": Stop.timed_out,
+        "curve": learning_curve(points, 20),
     }
 
 
