@@ -1,6 +1,6 @@
-"""The README's recipes for other libraries ("Using fastbatch from other libraries"), run as
-written: each block is read from README.md by its marker, so the README cannot drift from what
-runs. gymnasium's vector wrappers; CleanRL's gymnasium 1.x rollout loop, whose logged episodes
+"""The docs site's recipes for other libraries (docs/clients.md, "Using fastbatch from other
+libraries"), run as written: each block is read from the page by its marker, so the page cannot
+drift from what runs. gymnasium's vector wrappers; CleanRL's gymnasium 1.x rollout loop, whose logged episodes
 must equal those of the SyncVectorEnv it replaces; Stable-Baselines3."""
 
 from __future__ import annotations
@@ -17,24 +17,24 @@ import pytest
 import fastbatch
 from tests.envs import OneNativeEnv
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
 
 
-def readme_block(name: str) -> str:
-    """The python block after ``<!-- tests/test_clients.py: name -->`` in README.md."""
+def page_block(name: str) -> str:
+    """The python block after ``<!-- tests/test_clients.py: name -->`` in docs/clients.md."""
     match = re.search(
         rf"<!-- tests/test_clients\.py: {re.escape(name)} -->\n```python\n(.*?)```",
-        README.read_text(),
+        PAGE.read_text(),
         re.DOTALL,
     )
-    assert match, f"README.md has no block marked {name!r}"
+    assert match, f"docs/clients.md has no block marked {name!r}"
     return match.group(1)
 
 
 # ---------------------------------------------------------------------------- gymnasium
 def test_the_gymnasium_wrapper_recipe_records_the_envs_own_returns():
     namespace: dict = {}
-    exec(readme_block("gymnasium-wrappers"), namespace)
+    exec(page_block("gymnasium-wrappers"), namespace)
     envs = namespace["envs"]
     twin = fastbatch.make("Pendulum-v1", num_envs=8, seed=0, stats_key="episode")  # C++'s
     envs.reset()
@@ -156,7 +156,7 @@ def run_cleanrl(envs: str, logging: str, env_id: str, make) -> list[tuple]:
 
 def test_cleanrl_over_the_process_backend_logs_what_sync_vector_env_logged():
     expected = run_cleanrl(CLEANRL_ENVS, CLEANRL_LOGGING, "CartPole-v1", make_env)
-    logged = run_cleanrl(readme_block("cleanrl-process"), CLEANRL_LOGGING, "CartPole-v1", make_env)
+    logged = run_cleanrl(page_block("cleanrl-process"), CLEANRL_LOGGING, "CartPole-v1", make_env)
     assert len(expected) > 30 and logged == expected
 
 
@@ -169,29 +169,27 @@ STATS_OFF_ENVS = """\
 
 @pytest.mark.parametrize("setup", ["fastbatch statistics", "gymnasium RecordEpisodeStatistics"])
 def test_cleanrl_over_a_native_env_logs_what_sync_vector_env_logged(setup):
-    envs = (
-        readme_block("cleanrl-native-envs") if setup == "fastbatch statistics" else STATS_OFF_ENVS
-    )
+    envs = page_block("cleanrl-native-envs") if setup == "fastbatch statistics" else STATS_OFF_ENVS
     for env_id in ("CartPole-v1", "MountainCar-v0"):  # terminations; 200-step truncations
         expected = run_cleanrl(CLEANRL_ENVS, CLEANRL_LOGGING, env_id, make_native_env)
-        logged = run_cleanrl(envs, readme_block("cleanrl-native-logging"), env_id, make_env)
+        logged = run_cleanrl(envs, page_block("cleanrl-native-logging"), env_id, make_env)
         assert len(expected) >= 4 and logged == expected, env_id
 
 
 def test_cleanrl_continuous_over_a_native_env_logs_what_sync_vector_env_logged():
     expected = run_cleanrl(CLEANRL_ENVS, CLEANRL_LOGGING, "Pendulum-v1", make_native_env)
     logged = run_cleanrl(
-        readme_block("cleanrl-native-continuous"),
-        readme_block("cleanrl-native-logging"),
+        page_block("cleanrl-native-continuous"),
+        page_block("cleanrl-native-logging"),
         "Pendulum-v1",
         make_env,
     )
     assert len(expected) == 4 and logged == expected  # one 200-step episode per env
 
 
-def test_the_unchanged_cleanrl_lines_over_a_native_env_crash_as_the_readme_says():
+def test_the_unchanged_cleanrl_lines_over_a_native_env_crash_as_the_page_says():
     with pytest.raises(KeyError, match="_episode"):
-        run_cleanrl(readme_block("cleanrl-native-envs"), CLEANRL_LOGGING, "CartPole-v1", make_env)
+        run_cleanrl(page_block("cleanrl-native-envs"), CLEANRL_LOGGING, "CartPole-v1", make_env)
 
 
 # ---------------------------------------------------------------------------- SB3
@@ -203,7 +201,7 @@ def test_the_sb3_recipe_trains():
     torch.set_num_threads(1)  # as in test_sb3.py: a busy machine and torch's thread pool
     namespace: dict = {}
     try:
-        exec(readme_block("sb3"), namespace)
+        exec(page_block("sb3"), namespace)
     finally:
         torch.set_num_threads(threads)
     model, env = namespace["model"], namespace["env"]
@@ -211,7 +209,7 @@ def test_the_sb3_recipe_trains():
     env.close()
 
 
-def test_every_marked_readme_block_has_a_test():
-    names = set(re.findall(r"<!-- tests/test_clients\.py: ([\w-]+) -->", README.read_text()))
+def test_every_marked_page_block_has_a_test():
+    names = set(re.findall(r"<!-- tests/test_clients\.py: ([\w-]+) -->", PAGE.read_text()))
     source = textwrap.dedent(Path(__file__).read_text())
-    assert names and all(f'readme_block("{name}")' in source for name in names), names
+    assert names and all(f'page_block("{name}")' in source for name in names), names

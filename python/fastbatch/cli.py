@@ -230,7 +230,9 @@ def _add_env_source_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The ``fastbatch`` command's argument parser (the docs site's CLI reference prints its
+    help)."""
     parser = argparse.ArgumentParser(
         prog="fastbatch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -300,6 +302,19 @@ def main(argv: list[str] | None = None) -> int:
         "POLICY, if it trained on --env)",
     )
     _add_env_source_arguments(e)
+    return parser
+
+
+def subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of `parser`'s subcommand `command` (``train``, ``eval``)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[command]
+    raise KeyError(command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
 
     import fastbatch
