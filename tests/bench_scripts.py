@@ -1,5 +1,6 @@
-"""Loading bench/ scripts in tests. bench/ is not a package: its scripts import `_harness` by
-that name from their own folder, so it is loaded first, once, under that name."""
+"""Loading bench/ scripts in tests. bench/ is not a package: its scripts import their helpers
+(`_harness`, `_published`) by those names from their own folder, so the helpers are loaded
+first, once, under those names."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def _load(name: str, path: Path) -> ModuleType:
 
 
 def load_bench_script(script: str) -> ModuleType:
-    """bench/<script>.py as the module ``bench_<script>`` (with `_harness` loaded first)."""
-    if "_harness" not in sys.modules:
-        _load("_harness", BENCH / "_harness.py")
+    """bench/<script>.py as the module ``bench_<script>`` (with the helpers loaded first)."""
+    for helper in sorted(BENCH.glob("_*.py")):
+        if helper.stem not in sys.modules:
+            _load(helper.stem, helper)
     return _load(f"bench_{script}", BENCH / f"{script}.py")

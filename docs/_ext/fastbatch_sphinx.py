@@ -14,6 +14,7 @@ At ``builder-inited`` the benchmark plots are rendered from ``bench/published/``
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from typing import ClassVar
 
@@ -28,14 +29,20 @@ GENERATED = ROOT / "docs" / "_generated"
 BENCH_DATA = ROOT / "bench" / "published"
 
 
-def bench_plots():
-    """bench/plots.py, imported by path (bench/ is scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location(
-        "fastbatch_bench_plots", ROOT / "bench" / "plots.py"
-    )
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def bench_plots():
+    """bench/plots.py, imported by path (bench/ is scripts, not a package), after the helper it
+    imports by name from its own folder, bench/_published.py."""
+    if "_published" not in sys.modules:
+        _load("_published", ROOT / "bench" / "_published.py")
+    return _load("fastbatch_bench_plots", ROOT / "bench" / "plots.py")
 
 
 class _MarkdownDirective(SphinxDirective):

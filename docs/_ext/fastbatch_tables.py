@@ -124,8 +124,9 @@ def preset_table() -> Table:
     defaults = PPOConfig()
     rows = []
     for name, config in PRESETS.items():
+        # Plain text, so that a long list wraps in its cell; env_kwargs (pairs) as a dict.
         changed = [
-            f"`{field.name}={getattr(config, field.name)!r}`"
+            f"{field.name}={_value(field.name, getattr(config, field.name))}"
             for field in dataclasses.fields(config)
             if field.name not in ("env_id", "total_steps")
             and getattr(config, field.name) != getattr(defaults, field.name)
@@ -144,6 +145,10 @@ def preset_table() -> Table:
         "total steps",
         "fields it sets (the rest are `PPOConfig`'s defaults)",
     ), rows
+
+
+def _value(name: str, value: object) -> str:
+    return repr(dict(value)) if name == "env_kwargs" else repr(value)
 
 
 def cli_help(command: str | None = None) -> str:
