@@ -61,5 +61,8 @@ nitpick_ignore_regex = [
     (r"py:class", r"(ValueError|TypeError|RuntimeError|ImportError|Exception|OSError)"),
 ]
 
+# Quotes stay straight: a value such as policy='gru' must copy as Python.
+smartquotes = False
+
 html_theme = "furo"
 html_title = "fastbatch"

@@ -65,7 +65,19 @@ class EnvTable(_MarkdownDirective):
     option_spec: ClassVar = {"family": _family}
 
     def markdown(self) -> str:
-        return tables.markdown(tables.env_table(self.options["family"]))
+        # The params follow the table as a list: long names such as
+        # exclude_current_positions_from_observation do not fit a column.
+        family = self.options["family"]
+        params = [
+            f"- `{env_id}`: " + (", ".join(names) or "none")
+            for env_id, names in tables.env_params(family)
+        ]
+        return (
+            tables.markdown(tables.env_table(family))
+            + "\nTheir params (keyword arguments of `make`; `fastbatch.spec(id).param_info` gives"
+            + " each one's kind, default and range):\n\n"
+            + "\n".join(params)
+        )
 
 
 class EnvIds(_MarkdownDirective):
@@ -89,7 +101,13 @@ class ParamTable(_MarkdownDirective):
 
 class PresetTable(_MarkdownDirective):
     def markdown(self) -> str:
-        return tables.markdown(tables.preset_table())
+        # A list, not a table: a preset's fields are a long line, which a table column of a
+        # page's width cannot hold beside the names.
+        _, rows = tables.preset_table()
+        return "\n".join(
+            f"- **{name.strip('`')}**: {env}, {steps} steps; {fields}."
+            for name, env, steps, fields in rows
+        )
 
 
 class CliHelp(SphinxDirective):

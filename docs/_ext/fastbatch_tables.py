@@ -76,9 +76,9 @@ def _mujoco_ids() -> Sequence[str]:
 
 
 def env_table(family: str) -> Table:
-    """One row an id of `family`: its spaces, time limit, reward threshold and params, read
-    from ``fastbatch.spec``."""
-    header = ("id", "observation", "action", "time limit", "reward threshold", "params")
+    """One row an id of `family`: its spaces, time limit and reward threshold, read from
+    ``fastbatch.spec`` (its params: `env_params`)."""
+    header = ("id", "observation", "action", "time limit", "reward threshold")
     rows = []
     for env_id in family_ids(family):
         spec = fastbatch.spec(env_id)
@@ -94,10 +94,15 @@ def env_table(family: str) -> Table:
                 action,
                 "-" if spec.max_episode_steps is None else str(spec.max_episode_steps),
                 "-" if spec.reward_threshold is None else _number(spec.reward_threshold),
-                ", ".join(spec.params) or "-",  # plain text: long lists wrap
             )
         )
     return header, rows
+
+
+def env_params(family: str) -> list[tuple[str, list[str]]]:
+    """Each id of `family` with the names of its params (``fastbatch.spec(id).params``: the
+    keyword arguments ``make`` takes for it)."""
+    return [(env_id, list(fastbatch.spec(env_id).params)) for env_id in family_ids(family)]
 
 
 def param_table(env_id: str) -> Table:
