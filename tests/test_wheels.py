@@ -59,15 +59,17 @@ def test_the_fastbatch_wheel_holds_its_libraries_and_links_mujoco_and_tensorflow
     root = unpacked["fastbatch"]
     libraries = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.so*"))
     assert [lib for lib in libraries if not lib.startswith("fastbatch/_core.")] == [
+        "fastbatch/fastbatch_dm_control.so",
         "fastbatch/fastbatch_mujoco.so",
         "fastbatch/fastbatch_tf_op.so",
     ], libraries
     assert not any("libmujoco" in lib or "tensorflow" in lib for lib in libraries)
     built = (root / "fastbatch" / "_build_info.json").read_text()
     assert f'"mujoco": "{build_info()["mujoco"]}"' in built and '"tf_op": true' in built
-    needed, runpath, _ = dynamic_facts(root / "fastbatch" / "fastbatch_mujoco.so")
-    assert f"libmujoco.so.{build_info()['mujoco']}" in needed
-    assert runpath == ["$ORIGIN/../mujoco"]
+    for family in ("fastbatch_mujoco.so", "fastbatch_dm_control.so"):
+        needed, runpath, _ = dynamic_facts(root / "fastbatch" / family)
+        assert f"libmujoco.so.{build_info()['mujoco']}" in needed
+        assert runpath == ["$ORIGIN/../mujoco"]
     needed, runpath, _ = dynamic_facts(root / "fastbatch" / "fastbatch_tf_op.so")
     assert "libtensorflow_framework.so.2" in needed and runpath == []
     tags = (next(root.glob("fastbatch-*.dist-info")) / "WHEEL").read_text()

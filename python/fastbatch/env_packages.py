@@ -77,6 +77,7 @@ KNOWN_PACKAGES = (
     EnvPackage("ale-py", "ale_py", ("ALE/",)),
     EnvPackage("minatar", "minatar.gym", ("MinAtar/",), register="register_envs"),
     EnvPackage("minigrid", "minigrid", ("MiniGrid-", "BabyAI-")),
+    EnvPackage("shimmy[dm-control]", "shimmy", ("dm_control/",)),
 )
 
 _LOADED_PLUGINS: set[str] = set()  # absolute paths

@@ -76,6 +76,15 @@ class SeedSequence {
   // The mixed pool (numpy's `SeedSequence.pool`).
   const uint32_t* pool() const { return pool_; }
 
+  // numpy's hashing constants (public for code that inverts the hash, e.g. to read a seed back).
+  static constexpr uint32_t kInitA = 0x43b0d7e5u;
+  static constexpr uint32_t kMultA = 0x931e8875u;
+  static constexpr uint32_t kInitB = 0x8b51f9ddu;
+  static constexpr uint32_t kMultB = 0x58f38dedu;
+  static constexpr uint32_t kMixMultL = 0xca01f9ddu;
+  static constexpr uint32_t kMixMultR = 0x4973f715u;
+  static constexpr int kShift = 16;
+
  private:
   struct Words {
     explicit Words(uint64_t v) : w{static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32)} {}
@@ -92,14 +101,6 @@ class SeedSequence {
     const uint32_t result = kMixMultL * x - kMixMultR * y;
     return result ^ (result >> kShift);
   }
-
-  static constexpr uint32_t kInitA = 0x43b0d7e5u;
-  static constexpr uint32_t kMultA = 0x931e8875u;
-  static constexpr uint32_t kInitB = 0x8b51f9ddu;
-  static constexpr uint32_t kMultB = 0x58f38dedu;
-  static constexpr uint32_t kMixMultL = 0xca01f9ddu;
-  static constexpr uint32_t kMixMultR = 0x4973f715u;
-  static constexpr int kShift = 16;
 
   uint32_t pool_[kPoolSize];
 };

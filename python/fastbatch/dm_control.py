@@ -1,0 +1,232 @@
+"""fastbatch's native dm_control envs: tasks of DeepMind's Control Suite in C++, prebuilt with
+the wheel beside the MuJoCo envs.
+
+The tasks (``ENV_IDS``) carry shimmy's gymnasium ids (``dm_control/<domain>-<task>-v0``) and
+run in the C++ pool: ``fastbatch.make("dm_control/cheetah-run-v0", 64, seed=0)``. They are one
+plugin library on the public env contract, ``fastbatch/fastbatch_dm_control.so``, built against
+the mujoco-core version the ``mujoco`` extra pins (as `fastbatch.mujoco`'s are) and reading
+dm_control's own XML files from the installed ``dm_control`` package at run time, without
+importing it: ``pip install --no-deps dm-control`` is enough (dm_control's labmaze dependency
+has no wheels past CPython 3.12). ``backend="process"`` and ``gymnasium.make(id)`` keep
+shimmy's env.
+
+What an env gives, and how it matches shimmy's env under ``FlattenObservation``:
+
+- observation: float64, dm_control's observation keys in gymnasium's Dict order (sorted by
+  name), each flattened; `observation_keys` gives each key's slice. ``flat_observation=True``
+  (dm_control's environment kwarg) keeps dm_control's own key order instead;
+- action: float64, dm_control's action spec, passed to the controls unclipped (MuJoCo clamps
+  limited controls in the physics, and rewards that read the controls see the raw values);
+- reward: dm_control's, float32 in the batch as every fastbatch reward;
+- episode end: the time limit (1000 steps for every task here) as truncation, dm_control's
+  discount-0 ends as termination;
+- seeding: env i of ``reset(seed=s)`` seeds its task's ``RandomState(s + i)``, as shimmy's
+  ``reset(seed=s + i)`` does, and replays that env's episode bit for bit (tests/test_dm_control.py
+  steps both in lockstep); an autoreset keeps the task's stream going, as shimmy's ``reset()``
+  does. Seeds of 2**32 and above, which numpy's RandomState refuses, seed it with their 32-bit
+  words (``RandomState([low, high])``).
+
+Kwargs: shimmy's ``task_kwargs={"time_limit": t}`` and
+``environment_kwargs={"flat_observation": b}`` (or ``time_limit=`` and ``flat_observation=``
+directly). Everything else is refused with a message, never ignored: ``task_kwargs["random"]``
+(seed with ``seed=``), ``control_timestep``/``n_sub_steps``/``legacy_step``, and
+``visualize_reward=True`` (it only recolours rendered frames, which these envs do not draw).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import threading
+from pathlib import Path
+from typing import Any
+
+from fastbatch import mujoco as _mujoco
+from fastbatch._build_info import build_info, package_dir
+from fastbatch.plugins import register_native_env
+from fastbatch.registry import NativeEnvSpec
+
+__all__ = [
+    "ENV_IDS",
+    "DmControlUnavailableError",
+    "native_kwargs",
+    "observation_keys",
+    "register",
+    "suite_dir",
+]
+
+ENV_IDS = (
+    "dm_control/cartpole-balance-v0",
+    "dm_control/cartpole-balance_sparse-v0",
+    "dm_control/cartpole-swingup-v0",
+    "dm_control/cartpole-swingup_sparse-v0",
+    "dm_control/cheetah-run-v0",
+    "dm_control/walker-run-v0",
+    "dm_control/walker-stand-v0",
+    "dm_control/walker-walk-v0",
+)
+"""The native dm_control tasks: shimmy's gymnasium ids."""
+
+_INSTALL = "pip install --no-deps 'dm-control>=1.0.52'"
+_LOCK = threading.Lock()
+_registered: list[str] = []
+_library: list[ctypes.CDLL] = []
+# shimmy's kwargs that the native envs take, and the param each becomes.
+_TASK_KWARGS = {"time_limit": "time_limit"}
+_ENVIRONMENT_KWARGS = {"flat_observation": "flat_observation"}
+
+
+class DmControlUnavailableError(_mujoco.MujocoUnavailableError):
+    """The native dm_control envs cannot run here: dm_control's files or MuJoCo are missing, or
+    this fastbatch was built without them (the message says what to install)."""
+
+
+def suite_dir() -> Path:
+    """The installed dm_control's suite directory (its XML files), found without importing it.
+
+    Raises:
+        DmControlUnavailableError: dm_control is not installed, or has no suite files.
+    """
+    spec = importlib.util.find_spec("dm_control")
+    if spec is None or not spec.submodule_search_locations:
+        raise DmControlUnavailableError(
+            f"fastbatch's native dm_control envs read dm_control's model files, and dm_control "
+            f"is not installed: {_INSTALL} (its Python dependencies are not needed), or "
+            f"pip install 'fastbatch[dm_control]'"
+        )
+    suite = Path(next(iter(spec.submodule_search_locations))) / "suite"
+    if not (suite / "cheetah.xml").is_file():
+        raise DmControlUnavailableError(
+            f"dm_control's suite files are missing ({suite}): {_INSTALL}"
+        )
+    return suite
+
+
+def _library_path(found: Any) -> Path:
+    built = build_info().get("mujoco")
+    path = package_dir() / "fastbatch_dm_control.so"
+    if built is None or not path.is_file():
+        raise DmControlUnavailableError(
+            "this fastbatch was built without its dm_control envs (no mujoco-core at build "
+            "time); reinstall it with mujoco-core installed, or use backend='process'"
+        )
+    if built != found.version:
+        raise DmControlUnavailableError(
+            f"mujoco {found.version} is installed ({found.distribution}), but this fastbatch's "
+            f"dm_control envs were built for mujoco {built}: pip install 'mujoco-core=={built}'"
+        )
+    return path
+
+
+def register() -> list[str]:
+    """Loads and registers the native dm_control envs; returns their ids.
+
+    Idempotent and thread-safe; ``fastbatch.make`` calls it for one of `ENV_IDS`.
+
+    Returns:
+        `ENV_IDS`, as a list.
+
+    Raises:
+        DmControlUnavailableError: dm_control's files or the matching MuJoCo are missing (the
+            message says what to install).
+    """
+    with _LOCK:
+        if not _registered:
+            try:
+                found = _mujoco.installed()
+            except _mujoco.MujocoUnavailableError as exc:
+                raise DmControlUnavailableError(str(exc)) from None
+            suite = suite_dir()
+            path = _library_path(found)
+            ctypes.CDLL(str(found.library))  # libmujoco by its path first, as fastbatch.mujoco
+            library = ctypes.CDLL(str(path))
+            library.fastbatch_dm_control_set_assets(str(suite).encode())
+            for env_id in ENV_IDS:
+                register_native_env(env_id, path, replace=True)
+            _library.append(library)
+            _registered.extend(ENV_IDS)
+        _mujoco.drop_default_timer()
+        return list(_registered)
+
+
+def observation_keys(env_id: str, flat_observation: bool = False) -> dict[str, slice]:
+    """Where each of dm_control's observation keys lies in the native env's observation.
+
+    Args:
+        env_id: One of `ENV_IDS`.
+        flat_observation: The env's ``flat_observation`` (dm_control's key order when True,
+            gymnasium's sorted order otherwise).
+
+    Returns:
+        Key -> slice of one env's observation row, in the row's order.
+
+    Raises:
+        ValueError: ``env_id`` is not a native dm_control id.
+        DmControlUnavailableError: As `register`.
+    """
+    if env_id not in ENV_IDS:
+        raise ValueError(f"{env_id!r} is not a native dm_control id; they are {list(ENV_IDS)}")
+    register()
+    out = ctypes.create_string_buffer(4096)
+    size = _library[0].fastbatch_dm_control_obs_keys(env_id.encode(), out, len(out))
+    if size <= 0:
+        raise DmControlUnavailableError(f"cannot read the observation keys of {env_id}")
+    keys = [item.split(":") for item in out.value.decode().rstrip(";").split(";")]
+    if not flat_observation:
+        keys.sort(key=lambda item: item[0])
+    slices, start = {}, 0
+    for name, size_text in keys:
+        slices[name] = slice(start, start + int(size_text))
+        start += int(size_text)
+    return slices
+
+
+def native_kwargs(spec: NativeEnvSpec, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """shimmy's keyword arguments as the native env's params.
+
+    ``task_kwargs`` and ``environment_kwargs`` (dicts) are unpacked into the params they map to;
+    ``visualize_reward=False`` is dropped.
+
+    Args:
+        spec: The env's spec.
+        kwargs: `fastbatch.make`'s keyword arguments.
+
+    Returns:
+        A new dict of params.
+
+    Raises:
+        ValueError: A kwarg the native env cannot honour (naming it, and what to do instead).
+        TypeError: ``task_kwargs`` or ``environment_kwargs`` is not a dict.
+    """
+    out = dict(kwargs)
+    for group, known in (
+        ("task_kwargs", _TASK_KWARGS),
+        ("environment_kwargs", _ENVIRONMENT_KWARGS),
+    ):
+        values = out.pop(group, None)
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            raise TypeError(f"{spec.id} {group} must be a dict, got {type(values).__name__}")
+        for name, value in values.items():
+            if name == "random":
+                raise ValueError(
+                    f"{spec.id}: task_kwargs['random'] is not taken by the native env; seed it "
+                    f"with fastbatch.make(..., seed=s) or reset(seed=s) (env i gets "
+                    f"RandomState(s + i), as shimmy's reset(seed=s + i))"
+                )
+            if name not in known:
+                raise ValueError(
+                    f"{spec.id}: {group}[{name!r}] is not supported by the native env (it takes "
+                    f"{sorted(known)}); use backend='process' for dm_control's own env"
+                )
+            if known[name] in out:
+                raise ValueError(f"{spec.id}: {name!r} is given twice")
+            out[known[name]] = value
+    if "visualize_reward" in out:
+        if out.pop("visualize_reward") is not False:
+            raise ValueError(
+                f"{spec.id}: visualize_reward=True only recolours rendered frames, which the "
+                f"native env does not draw; use backend='process' to render"
+            )
+    return out

@@ -1,0 +1,159 @@
+// The MuJoCo side of fastbatch's dm_control envs: dm_control's `mujoco.Physics` as the suite's
+// `control.Environment` drives it (dm_control 1.0.x `mujoco/engine.py`, `rl/control.py`).
+//
+// - Models: each suite XML is loaded once per process from the installed dm_control package
+//   (`SuiteDir`, set by `fastbatch.dm_control` before any env exists) and shared read-only by
+//   every env, with a second copy whose actuation is disabled, for dm_control's `forward()` at
+//   reset (`with model.disable('actuation')`). A task that edits its model per episode (reacher
+//   moves its target geom) gets a private copy instead (`Physics(file, true)`).
+// - Reset (`reset_context`): mj_resetData and forward without actuation; the task then sets the
+//   state (stepping if it wants: cheetah settles for 200 steps), and AfterReset runs the
+//   actuation-free forward again.
+// - Step (`legacy_step=True`): mj_step2 to finish the step whose mj_step1 has run, mj_step for
+//   the other n - 1 substeps, then mj_step1, so positions and velocities derived quantities are
+//   current when the task reads them (RK4 models: mj_step n times, then mj_step1).
+// - Controls: `set_control` copies the action as given; MuJoCo clamps it to the control range
+//   inside the physics (ctrllimited), and rewards that read `data.ctrl` see the raw values.
+//
+// Threading: the model cache is guarded by a mutex; a Physics is used by one thread at a time.
+// MuJoCo's own threading stays off.
+#ifndef FASTBATCH_DM_CONTROL_PHYSICS_H_
+#define FASTBATCH_DM_CONTROL_PHYSICS_H_
+
+#include <mujoco/mujoco.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace fastbatch::dm_control {
+
+// The directory of dm_control's suite XML files (`dm_control/suite`), set once by
+// `fastbatch.dm_control.register` through fastbatch_dm_control_set_assets (plugin.cc).
+inline std::string& SuiteDir() {
+  static std::string dir;
+  return dir;
+}
+
+inline std::string VersionName(int version) {  // 3002007 -> "3.2.7"
+  return std::to_string(version / 1000000) + "." + std::to_string(version / 1000 % 1000) + "." +
+         std::to_string(version % 1000);
+}
+
+using ModelPtr = std::shared_ptr<mjModel>;
+
+inline ModelPtr CopyModel(const mjModel* model) {
+  mjModel* copy = mj_copyModel(nullptr, model);
+  if (copy == nullptr) throw std::runtime_error("mj_copyModel failed");
+  return ModelPtr(copy, &mj_deleteModel);
+}
+
+// The suite model `file` and its actuation-disabled twin, loaded once per process.
+inline std::pair<ModelPtr, ModelPtr> LoadModels(const std::string& file) {
+  static std::mutex mu;
+  static std::map<std::string, std::pair<ModelPtr, ModelPtr>> cache;
+  if (mj_version() != mjVERSION_HEADER) {
+    throw std::runtime_error("fastbatch's dm_control envs were built against mujoco " +
+                             VersionName(mjVERSION_HEADER) + " but mujoco " +
+                             VersionName(mj_version()) + " is loaded");
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  auto& entry = cache[file];
+  if (entry.first) return entry;
+  if (SuiteDir().empty()) {
+    throw std::runtime_error(
+        "fastbatch's dm_control envs have no asset directory: load them through "
+        "fastbatch.dm_control.register(), which sets dm_control's");
+  }
+  const std::string path = SuiteDir() + "/" + file;
+  char error[1000] = "";
+  mjModel* raw = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
+  if (raw == nullptr) throw std::runtime_error("cannot load MuJoCo model " + path + ": " + error);
+  ModelPtr model(raw, &mj_deleteModel);
+  ModelPtr inert = CopyModel(raw);
+  inert->opt.disableflags |= mjDSBL_ACTUATION;
+  entry = {model, inert};
+  return entry;
+}
+
+class Physics {
+ public:
+  // `private_model`: this env gets its own copy of the model, which its task may edit.
+  Physics(const std::string& file, bool private_model) {
+    auto [shared, inert] = LoadModels(file);
+    if (private_model) {
+      model_ = CopyModel(shared.get());
+      inert_ = nullptr;  // the private model disables its own actuation for a moment
+    } else {
+      model_ = shared;
+      inert_ = inert;
+    }
+    data_ = std::unique_ptr<mjData, void (*)(mjData*)>(mj_makeData(model_.get()), &mj_deleteData);
+    if (data_ == nullptr) throw std::runtime_error("mj_makeData failed for " + file);
+  }
+
+  const mjModel* m() const { return model_.get(); }
+  mjModel* mutable_m() { return model_.get(); }  // a private model only (see the constructor)
+  mjData* d() { return data_.get(); }
+  const mjData* d() const { return data_.get(); }
+  double timestep() const { return model_->opt.timestep; }
+
+  // `reset_context` on entry: mj_resetData, then forward without actuation.
+  void Reset() {
+    mj_resetData(model_.get(), data_.get());
+    ForwardWithoutActuation();
+  }
+  // `after_reset` (also what a task calls inside its own initialisation).
+  void AfterReset() { ForwardWithoutActuation(); }
+
+  void SetControl(const double* action) {
+    std::memcpy(data_->ctrl, action, sizeof(double) * static_cast<size_t>(model_->nu));
+  }
+
+  // `Physics.step(n)` with legacy_step.
+  void Step(int n) {
+    const mjModel* m = model_.get();
+    mjData* d = data_.get();
+    if (m->opt.integrator != mjINT_RK4) {
+      mj_step2(m, d);
+      for (int k = 1; k < n; ++k) mj_step(m, d);
+    } else {
+      for (int k = 0; k < n; ++k) mj_step(m, d);
+    }
+    mj_step1(m, d);
+  }
+
+  // Ids and addresses by name, for the tasks' named reads (`physics.named.data...`).
+  int Id(mjtObj type, const char* name) const {
+    const int id = mj_name2id(model_.get(), type, name);
+    if (id < 0) throw std::runtime_error(std::string("the model has no object named ") + name);
+    return id;
+  }
+  int QposAdr(const char* joint) const { return model_->jnt_qposadr[Id(mjOBJ_JOINT, joint)]; }
+  int DofAdr(const char* joint) const { return model_->jnt_dofadr[Id(mjOBJ_JOINT, joint)]; }
+  int SensorAdr(const char* sensor) const { return model_->sensor_adr[Id(mjOBJ_SENSOR, sensor)]; }
+
+ private:
+  void ForwardWithoutActuation() {
+    if (inert_) {
+      mj_forward(inert_.get(), data_.get());
+      return;
+    }
+    const int flags = model_->opt.disableflags;
+    model_->opt.disableflags = flags | mjDSBL_ACTUATION;
+    mj_forward(model_.get(), data_.get());
+    model_->opt.disableflags = flags;
+  }
+
+  ModelPtr model_;
+  ModelPtr inert_;  // the shared actuation-disabled twin, or null for a private model
+  std::unique_ptr<mjData, void (*)(mjData*)> data_{nullptr, &mj_deleteData};
+};
+
+}  // namespace fastbatch::dm_control
+
+#endif  // FASTBATCH_DM_CONTROL_PHYSICS_H_

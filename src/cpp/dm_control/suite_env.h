@@ -1,0 +1,232 @@
+// SuiteEnv<Task>: one dm_control suite task as a fastbatch native env (fastbatch/env.h), driven
+// as `control.Environment` drives it and seen as shimmy's `DmControlCompatibilityV0` shows it,
+// flattened by gymnasium's FlattenObservation.
+//
+// A task class holds what its dm_control module holds (one header per domain):
+//
+//   struct Task {
+//     static constexpr const char* kId = "dm_control/cheetah-run-v0";  // shimmy's id
+//     static constexpr const char* kFile = "cheetah.xml";              // in dm_control/suite
+//     static constexpr double kTimeLimit = 10;         // seconds (the suite's default)
+//     static constexpr double kControlTimestep = 0;    // seconds; 0: one physics step per action
+//     static constexpr bool kPrivateModel = false;     // true: the task edits its model
+//     static std::vector<ObsKey> ObsKeys(const mjModel* m);  // get_observation's keys, in order
+//     explicit Task(const Physics& physics);            // name lookups, once
+//     void Initialize(Physics& physics, RandomState& random);  // initialize_episode
+//     void Observe(const Physics& physics, double* obs) const; // get_observation, flattened
+//     double Reward(const Physics& physics) const;
+//     double Discount(const Physics& physics) const;    // get_termination; NaN for None
+//   };
+//
+// Episode rules (control.Environment): reset runs `reset_context` around Initialize; a step sets
+// the controls, steps the physics n_sub_steps times, and computes the reward; the step count
+// reaching time_limit / (timestep * n_sub_steps) ends the episode as truncated (discount 1,
+// whatever the task says), else a task discount of 0 ends it as terminated and any other
+// discount as truncated (shimmy's split). A PhysicsError (a MuJoCo warning raised during a step)
+// is an EnvError, as dm_control raises it.
+//
+// Observation: float64, the keys in gymnasium's Dict order (sorted by name), each flattened, as
+// FlattenObservation gives over shimmy's Dict space; with flat_observation=True, dm_control's own
+// order (shimmy then has one key, "observations"). Action: float64, dm_control's action_spec
+// (the control range of limited actuators, +-mjMAXVAL otherwise).
+//
+// Seeding (seed_recovery.h): a reset the pool seeded with s seeds the task's RandomState with s
+// (`RandomState(s)`, what shimmy's `reset(seed=s)` does; a seed of more words seeds it with
+// them, as `RandomState(words)`); an unseeded reset (the autoreset) keeps the stream going, as
+// shimmy's `reset()` does.
+#ifndef FASTBATCH_DM_CONTROL_SUITE_ENV_H_
+#define FASTBATCH_DM_CONTROL_SUITE_ENV_H_
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fastbatch/env.h"
+#include "physics.h"
+#include "random_state.h"
+#include "rewards.h"
+#include "seed_recovery.h"
+
+namespace fastbatch::dm_control {
+
+inline constexpr double kNoDiscount = std::numeric_limits<double>::quiet_NaN();
+
+struct ObsKey {
+  const char* name;
+  int64_t size;
+};
+
+// Where each key of `keys` (dm_control's order) goes in gymnasium's sorted order:
+// {source offset, size, destination offset} per key.
+struct Move {
+  int64_t from, size, to;
+};
+inline std::vector<Move> SortedMoves(const std::vector<ObsKey>& keys) {
+  std::vector<int64_t> order(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) order[i] = static_cast<int64_t>(i);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return std::string(keys[a].name) < std::string(keys[b].name);
+  });
+  std::vector<int64_t> from(keys.size());
+  int64_t offset = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    from[i] = offset;
+    offset += keys[i].size;
+  }
+  std::vector<Move> moves;
+  int64_t to = 0;
+  for (int64_t k : order) {
+    moves.push_back({from[k], keys[k].size, to});
+    to += keys[k].size;
+  }
+  return moves;
+}
+
+inline int64_t ObsSize(const std::vector<ObsKey>& keys) {
+  int64_t size = 0;
+  for (const ObsKey& k : keys) size += k.size;
+  return size;
+}
+
+// `randomizers.randomize_limited_and_rotational_joints`: every joint in id order; limited
+// hinges and slides uniform in their range, unlimited hinges uniform in [-pi, pi], unlimited
+// balls a normalised randn(4), free joints' quaternions a normalised rand(4) (their positions
+// stay). Limited ball joints (random_limited_quaternion) are refused: no task here has one.
+inline double Norm4(const double* q) {  // np.linalg.norm of 4 values: sqrt of the dot product
+  double s = 0.0;
+  for (int k = 0; k < 4; ++k) s += q[k] * q[k];
+  return std::sqrt(s);
+}
+
+inline void RandomizeLimitedAndRotationalJoints(Physics& physics, RandomState& random) {
+  const mjModel* m = physics.m();
+  double* qpos = physics.d()->qpos;
+  for (int j = 0; j < m->njnt; ++j) {
+    const int type = m->jnt_type[j];
+    double* q = qpos + m->jnt_qposadr[j];
+    const double low = m->jnt_range[2 * j], high = m->jnt_range[2 * j + 1];
+    if (m->jnt_limited[j]) {
+      if (type == mjJNT_HINGE || type == mjJNT_SLIDE) {
+        q[0] = random.Uniform(low, high);
+      } else if (type == mjJNT_BALL) {
+        throw std::runtime_error("limited ball joints are not supported");
+      }
+    } else if (type == mjJNT_HINGE) {
+      q[0] = random.Uniform(-kPi, kPi);
+    } else if (type == mjJNT_BALL || type == mjJNT_FREE) {
+      double quat[4];
+      for (double& v : quat)
+        v = type == mjJNT_BALL ? random.StandardNormal() : random.RandomSample();
+      const double norm = Norm4(quat);
+      double* out = type == mjJNT_BALL ? q : q + 3;
+      for (int k = 0; k < 4; ++k) out[k] = quat[k] / norm;
+    }
+  }
+}
+
+// The xmat entries dm_control names 'xx', 'xy', ... 'zz'.
+enum Axis : int { kXX = 0, kXY, kXZ, kYX, kYY, kYZ, kZX, kZY, kZZ };
+
+template <class Task>
+class SuiteEnv {
+ public:
+  using ObsType = double;
+  using ActionType = double;
+
+  static ParamList DeclareParams() {
+    return ParamList().Float("time_limit", Task::kTimeLimit, 0.0).Bool("flat_observation", false);
+  }
+
+  static Spec MakeSpec(const Params& p) {
+    const mjModel* m = LoadModels(Task::kFile).first.get();
+    std::vector<double> low(m->nu), high(m->nu);
+    for (int k = 0; k < m->nu; ++k) {
+      const bool limited = m->actuator_ctrllimited[k] != 0;
+      low[k] = limited ? m->actuator_ctrlrange[2 * k] : -mjMAXVAL;
+      high[k] = limited ? m->actuator_ctrlrange[2 * k + 1] : mjMAXVAL;
+    }
+    (void)p;
+    Spec spec(Task::kId);
+    spec.Observation(Box({ObsSize(Task::ObsKeys(m))}, -kInf, kInf)).Action(Box({m->nu}, low, high));
+    return spec;
+  }
+
+  explicit SuiteEnv(const Params& p)
+      : physics_(Task::kFile, Task::kPrivateModel),
+        task_(physics_),
+        keys_(Task::ObsKeys(physics_.m())),
+        moves_(SortedMoves(keys_)),
+        scratch_(static_cast<size_t>(ObsSize(keys_))),
+        flat_(p.Bool("flat_observation")) {
+    const double timestep = physics_.timestep();
+    if (Task::kControlTimestep > 0) {
+      const double ratio = Task::kControlTimestep / timestep;
+      n_sub_steps_ = static_cast<int>(std::lround(ratio));
+    }
+    const double time_limit = p.Float("time_limit");
+    step_limit_ = std::isinf(time_limit) ? kInf : time_limit / (timestep * n_sub_steps_);
+  }
+
+  void Reset(Rng& rng, double* obs) {
+    const RecoveredSeed seed = RecoverSeed(rng.State());
+    if (seed.fresh) {
+      size_t count = 4;
+      while (count > 1 && seed.words[count - 1] == 0) --count;
+      if (count == 1) {
+        random_.Seed(seed.words[0]);
+      } else {
+        random_.SeedByArray(seed.words, count);
+      }
+      rng.NextU64();  // marks the seed as used: the next unseeded reset goes on with the stream
+    }
+    physics_.Reset();
+    task_.Initialize(physics_, random_);
+    physics_.AfterReset();
+    steps_ = 0;
+    WriteObs(obs);
+  }
+
+  StepResult Step(const double* action, double* obs) {
+    physics_.SetControl(action);
+    physics_.Step(n_sub_steps_);
+    const double reward = task_.Reward(physics_);
+    WriteObs(obs);
+    ++steps_;
+    if (static_cast<double>(steps_) >= step_limit_) return {reward, false, true};
+    const double discount = task_.Discount(physics_);
+    if (std::isnan(discount)) return {reward, false, false};
+    return {reward, discount == 0.0, discount != 0.0};
+  }
+
+ private:
+  void WriteObs(double* obs) {
+    if (flat_) {
+      task_.Observe(physics_, obs);
+      return;
+    }
+    task_.Observe(physics_, scratch_.data());
+    for (const Move& mv : moves_) {
+      std::memcpy(obs + mv.to, scratch_.data() + mv.from, sizeof(double) * mv.size);
+    }
+  }
+
+  Physics physics_;
+  Task task_;
+  std::vector<ObsKey> keys_;
+  std::vector<Move> moves_;
+  std::vector<double> scratch_;
+  bool flat_;
+  RandomState random_;
+  int n_sub_steps_ = 1;
+  double step_limit_ = kInf;
+  int64_t steps_ = 0;
+};
+
+}  // namespace fastbatch::dm_control
+
+#endif  // FASTBATCH_DM_CONTROL_SUITE_ENV_H_
