@@ -64,10 +64,9 @@ struct Cartpole {
       }
       return cart_in_bounds * angle_in_bounds;
     }
-    // upright.mean(): numpy adds the first value to the pairwise sum of the others.
-    double rest = 0.0;
-    for (int b = 3; b < 2 + poles; ++b) rest += (d->xmat[9 * b + kZZ] + 1) / 2;
-    const double upright = ((d->xmat[9 * 2 + kZZ] + 1) / 2 + rest) / poles;
+    double upright_values[8];
+    for (int b = 2; b < 2 + poles; ++b) upright_values[b - 2] = (d->xmat[9 * b + kZZ] + 1) / 2;
+    const double upright = Mean(upright_values, poles);
     const double centered = (1 + Tolerance{0, 0, 2}(cart)) / 2;
     const Tolerance control{0, 0, 1, Sigmoid::kQuadratic, 0};
     const double small_control = (4 + control(d->ctrl[0], Input::kElement)) / 5;

@@ -6,8 +6,13 @@
 #include <cstring>
 #include <string>
 
+#include "ball_in_cup_reacher.h"
 #include "cartpole.h"
 #include "cheetah.h"
+#include "finger.h"
+#include "hopper.h"
+#include "pendulum_acrobot.h"
+#include "point_mass.h"
 #include "walker.h"
 
 namespace fastbatch::dm_control {
@@ -31,10 +36,12 @@ std::string KeysOf(const char* id) {
 }  // namespace fastbatch::dm_control
 
 // Every task, once: the exported envs and the key lookup both come from this list.
-#define FASTBATCH_DM_CONTROL_TASKS(X)                                                 \
-  X(Cartpole<false, false>), X(Cartpole<false, true>), X(Cartpole<true, false>),      \
-      X(Cartpole<true, true>), X(CheetahRun), X(PlanarWalker<0>), X(PlanarWalker<1>), \
-      X(PlanarWalker<8>)
+#define FASTBATCH_DM_CONTROL_TASKS(X)                                                              \
+  X(AcrobotSwingup<false>), X(AcrobotSwingup<true>), X(BallInCupCatch), X(Cartpole<false, false>), \
+      X(Cartpole<false, true>), X(Cartpole<true, false>), X(Cartpole<true, true>), X(CheetahRun),  \
+      X(Finger<0>), X(Finger<70>), X(Finger<30>), X(Hopper<false>), X(Hopper<true>),               \
+      X(PendulumSwingup), X(PointMass<false>), X(PointMass<true>), X(Reacher<false>),              \
+      X(Reacher<true>), X(PlanarWalker<0>), X(PlanarWalker<1>), X(PlanarWalker<8>)
 
 #define FASTBATCH_DM_CONTROL_ENV(...) \
   fastbatch::dm_control::SuiteEnv<fastbatch::dm_control::__VA_ARGS__>

@@ -93,16 +93,26 @@ inline int64_t ObsSize(const std::vector<ObsKey>& keys) {
   return size;
 }
 
+// numpy's reductions over the few values a task reduces, as numpy computes them:
+// `np.dot(a, b)` (OpenBLAS's ddot: fused multiply-adds into one sum from 0, in order, for short
+// vectors), `np.linalg.norm(v)` (sqrt of that dot product) and `v.mean()` (a sum in order, under
+// numpy's pairwise blocking of 8, then divided by n).
+inline double Dot(const double* a, const double* b, int n) {
+  double s = 0.0;
+  for (int k = 0; k < n; ++k) s = std::fma(a[k], b[k], s);
+  return s;
+}
+inline double Norm(const double* v, int n) { return std::sqrt(Dot(v, v, n)); }
+inline double Mean(const double* v, int n) {
+  double s = v[0];
+  for (int k = 1; k < n; ++k) s += v[k];
+  return s / n;
+}
+
 // `randomizers.randomize_limited_and_rotational_joints`: every joint in id order; limited
 // hinges and slides uniform in their range, unlimited hinges uniform in [-pi, pi], unlimited
 // balls a normalised randn(4), free joints' quaternions a normalised rand(4) (their positions
 // stay). Limited ball joints (random_limited_quaternion) are refused: no task here has one.
-inline double Norm4(const double* q) {  // np.linalg.norm of 4 values: sqrt of the dot product
-  double s = 0.0;
-  for (int k = 0; k < 4; ++k) s += q[k] * q[k];
-  return std::sqrt(s);
-}
-
 inline void RandomizeLimitedAndRotationalJoints(Physics& physics, RandomState& random) {
   const mjModel* m = physics.m();
   double* qpos = physics.d()->qpos;
@@ -122,7 +132,7 @@ inline void RandomizeLimitedAndRotationalJoints(Physics& physics, RandomState& r
       double quat[4];
       for (double& v : quat)
         v = type == mjJNT_BALL ? random.StandardNormal() : random.RandomSample();
-      const double norm = Norm4(quat);
+      const double norm = Norm(quat, 4);
       double* out = type == mjJNT_BALL ? q : q + 3;
       for (int k = 0; k < 4; ++k) out[k] = quat[k] / norm;
     }
