@@ -20,7 +20,7 @@ import fastbatch
 Table = tuple[tuple[str, ...], list[tuple[str, ...]]]
 
 # The env families a page can list: how each family's ids are found.
-FAMILIES = ("classic", "mujoco", "atari", "agents")
+FAMILIES = ("classic", "mujoco", "dm_control", "atari", "agents")
 
 
 def space_text(space: gymnasium.Space) -> str:
@@ -55,6 +55,13 @@ def family_ids(family: str) -> list[str]:
         return sorted(i for i in fastbatch.list_envs() if i not in owned and "/" not in i)
     if family == "mujoco":
         return sorted(_mujoco_ids())
+    if family == "dm_control":
+        try:
+            import fastbatch.dm_control as dm_control
+
+            return sorted(dm_control.register())
+        except ImportError:
+            return []
     if family == "atari":
         if importlib.util.find_spec("fastbatch_atari") is None:
             return []
