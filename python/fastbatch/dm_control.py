@@ -38,6 +38,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import threading
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
 
@@ -63,17 +64,27 @@ ENV_IDS = (
     "dm_control/cartpole-balance_sparse-v0",
     "dm_control/cartpole-swingup-v0",
     "dm_control/cartpole-swingup_sparse-v0",
+    "dm_control/cartpole-three_poles-v0",
+    "dm_control/cartpole-two_poles-v0",
     "dm_control/cheetah-run-v0",
     "dm_control/finger-spin-v0",
     "dm_control/finger-turn_easy-v0",
     "dm_control/finger-turn_hard-v0",
+    "dm_control/fish-swim-v0",
+    "dm_control/fish-upright-v0",
     "dm_control/hopper-hop-v0",
     "dm_control/hopper-stand-v0",
+    "dm_control/humanoid-run-v0",
+    "dm_control/humanoid-run_pure_state-v0",
+    "dm_control/humanoid-stand-v0",
+    "dm_control/humanoid-walk-v0",
     "dm_control/pendulum-swingup-v0",
     "dm_control/point_mass-easy-v0",
     "dm_control/point_mass-hard-v0",
     "dm_control/reacher-easy-v0",
     "dm_control/reacher-hard-v0",
+    "dm_control/swimmer-swimmer15-v0",
+    "dm_control/swimmer-swimmer6-v0",
     "dm_control/walker-run-v0",
     "dm_control/walker-stand-v0",
     "dm_control/walker-walk-v0",
@@ -115,6 +126,73 @@ def suite_dir() -> Path:
     return suite
 
 
+def _with_common_includes(root: ElementTree.Element, suite: Path) -> str:
+    """`root` as XML text, its includes (``./common/*.xml``) naming the suite's files by path:
+    the text is loaded from memory, where a relative include has no folder to start from."""
+    for include in root.iter("include"):
+        include.set("file", str(suite / include.get("file")))
+    return ElementTree.tostring(root, encoding="unicode")
+
+
+def _cartpole_model(suite: Path, poles: int) -> str:
+    """dm_control's ``cartpole._make_model(poles)``: a chain of poles, the floor and cameras
+    moved to fit."""
+    root = ElementTree.parse(suite / "cartpole.xml").getroot()
+    parent = root.find("./worldbody/body/body")  # the first pole
+    for index in range(2, poles + 1):
+        child = ElementTree.Element("body", name=f"pole_{index}", pos="0 0 1", childclass="pole")
+        ElementTree.SubElement(child, "joint", name=f"hinge_{index}")
+        ElementTree.SubElement(child, "geom", name=f"pole_{index}")
+        parent.append(child)
+        parent = child
+    root.find("./worldbody/geom").set("pos", "0 0 {}".format(1 - poles - 0.05))
+    cameras = root.findall("./worldbody/camera")
+    cameras[0].set("pos", "0 {} 1".format(-1 - 2 * poles))
+    cameras[1].set("pos", "0 {} 2".format(-2 * poles))
+    return _with_common_includes(root, suite)
+
+
+def _swimmer_model(suite: Path, bodies: int) -> str:
+    """dm_control's ``swimmer._make_model(bodies)``: a chain of bodies, each with a joint, a
+    motor, a velocimeter and a gyro."""
+    root = ElementTree.parse(suite / "swimmer.xml").getroot()
+    parent = root.find("./worldbody/body")  # the head
+    actuator = ElementTree.SubElement(root, "actuator")
+    sensor = ElementTree.SubElement(root, "sensor")
+    for index in range(bodies - 1):
+        child = ElementTree.Element("body", name=f"segment_{index}")
+        child.set("pos", "0 .1 0")
+        ElementTree.SubElement(child, "geom", {"class": "visual", "name": f"visual_{index}"})
+        ElementTree.SubElement(child, "geom", {"class": "inertial", "name": f"inertial_{index}"})
+        child.append(ElementTree.Element("site", name=f"site_{index}"))
+        limit = 360.0 / bodies
+        child.append(
+            ElementTree.Element("joint", {"name": f"joint_{index}", "range": f"{-limit} {limit}"})
+        )
+        actuator.append(ElementTree.Element("motor", name=f"motor_{index}", joint=f"joint_{index}"))
+        sensor.append(
+            ElementTree.Element("velocimeter", name=f"velocimeter_{index}", site=f"site_{index}")
+        )
+        sensor.append(ElementTree.Element("gyro", name=f"gyro_{index}", site=f"site_{index}"))
+        parent.append(child)
+        parent = child
+    scale = bodies / 6.0
+    for camera in root.findall("./worldbody/body/camera"):
+        if camera.get("mode") == "trackcom":
+            camera.set("pos", " ".join(str(float(v) * scale) for v in camera.get("pos").split(" ")))
+    return _with_common_includes(root, suite)
+
+
+def _generated_models(suite: Path) -> dict[str, str]:
+    """The models dm_control generates in Python, by the name their tasks load them under."""
+    return {
+        "cartpole_2.xml": _cartpole_model(suite, 2),
+        "cartpole_3.xml": _cartpole_model(suite, 3),
+        "swimmer6.xml": _swimmer_model(suite, 6),
+        "swimmer15.xml": _swimmer_model(suite, 15),
+    }
+
+
 def _library_path(found: Any) -> Path:
     built = build_info().get("mujoco")
     path = package_dir() / "fastbatch_dm_control.so"
@@ -154,6 +232,8 @@ def register() -> list[str]:
             ctypes.CDLL(str(found.library))  # libmujoco by its path first, as fastbatch.mujoco
             library = ctypes.CDLL(str(path))
             library.fastbatch_dm_control_set_assets(str(suite).encode())
+            for name, xml in _generated_models(suite).items():
+                library.fastbatch_dm_control_set_model(name.encode(), xml.encode())
             for env_id in ENV_IDS:
                 register_native_env(env_id, path, replace=True)
             _library.append(library)

@@ -1,5 +1,7 @@
 // dm_control's cartpole domain (suite/cartpole.py): balance, balance_sparse, swingup and
-// swingup_sparse, one pole on a cart.
+// swingup_sparse with one pole on the cart; two_poles and three_poles (swing up a chain of
+// poles), whose models dm_control generates (`_make_model(n)`) and `fastbatch.dm_control`
+// generates alike, as "cartpole_<n>.xml".
 #ifndef FASTBATCH_DM_CONTROL_CARTPOLE_H_
 #define FASTBATCH_DM_CONTROL_CARTPOLE_H_
 
@@ -9,13 +11,16 @@
 
 namespace fastbatch::dm_control {
 
-template <bool kSwingUp, bool kSparse>
+template <bool kSwingUp, bool kSparse, int kPoles = 1>
 struct Cartpole {
   static constexpr const char* kId =
-      kSwingUp
+      kPoles == 2   ? "dm_control/cartpole-two_poles-v0"
+      : kPoles == 3 ? "dm_control/cartpole-three_poles-v0"
+      : kSwingUp
           ? (kSparse ? "dm_control/cartpole-swingup_sparse-v0" : "dm_control/cartpole-swingup-v0")
           : (kSparse ? "dm_control/cartpole-balance_sparse-v0" : "dm_control/cartpole-balance-v0");
-  static constexpr const char* kFile = "cartpole.xml";
+  static constexpr const char* kFile =
+      kPoles == 1 ? "cartpole.xml" : (kPoles == 2 ? "cartpole_2.xml" : "cartpole_3.xml");
   static constexpr double kTimeLimit = 10;
   static constexpr double kControlTimestep = 0;
   static constexpr bool kPrivateModel = false;

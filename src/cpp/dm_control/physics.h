@@ -52,6 +52,31 @@ inline ModelPtr CopyModel(const mjModel* model) {
   return ModelPtr(copy, &mj_deleteModel);
 }
 
+// Models dm_control generates in Python (cartpole's poles, swimmer's links): name -> XML text,
+// set by `fastbatch.dm_control.register` (fastbatch_dm_control_set_model) before any env exists;
+// their includes name the suite's common files by absolute path.
+inline std::map<std::string, std::string>& GeneratedModels() {
+  static std::map<std::string, std::string> models;
+  return models;
+}
+
+inline mjModel* LoadXml(const std::string& file, char* error, int error_size) {
+  const auto generated = GeneratedModels().find(file);
+  if (generated == GeneratedModels().end()) {
+    const std::string path = SuiteDir() + "/" + file;
+    return mj_loadXML(path.c_str(), nullptr, error, error_size);
+  }
+  mjVFS vfs;
+  mj_defaultVFS(&vfs);
+  const std::string& xml = generated->second;
+  mjModel* model = nullptr;
+  if (mj_addBufferVFS(&vfs, file.c_str(), xml.data(), static_cast<int>(xml.size())) == 0) {
+    model = mj_loadXML(file.c_str(), &vfs, error, error_size);
+  }
+  mj_deleteVFS(&vfs);
+  return model;
+}
+
 // The suite model `file` and its actuation-disabled twin, loaded once per process.
 inline std::pair<ModelPtr, ModelPtr> LoadModels(const std::string& file) {
   static std::mutex mu;
@@ -69,10 +94,9 @@ inline std::pair<ModelPtr, ModelPtr> LoadModels(const std::string& file) {
         "fastbatch's dm_control envs have no asset directory: load them through "
         "fastbatch.dm_control.register(), which sets dm_control's");
   }
-  const std::string path = SuiteDir() + "/" + file;
   char error[1000] = "";
-  mjModel* raw = mj_loadXML(path.c_str(), nullptr, error, sizeof(error));
-  if (raw == nullptr) throw std::runtime_error("cannot load MuJoCo model " + path + ": " + error);
+  mjModel* raw = LoadXml(file, error, sizeof(error));
+  if (raw == nullptr) throw std::runtime_error("cannot load MuJoCo model " + file + ": " + error);
   ModelPtr model(raw, &mj_deleteModel);
   ModelPtr inert = CopyModel(raw);
   inert->opt.disableflags |= mjDSBL_ACTUATION;

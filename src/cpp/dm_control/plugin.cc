@@ -10,9 +10,12 @@
 #include "cartpole.h"
 #include "cheetah.h"
 #include "finger.h"
+#include "fish.h"
 #include "hopper.h"
+#include "humanoid.h"
 #include "pendulum_acrobot.h"
 #include "point_mass.h"
+#include "swimmer.h"
 #include "walker.h"
 
 namespace fastbatch::dm_control {
@@ -38,14 +41,24 @@ std::string KeysOf(const char* id) {
 // Every task, once: the exported envs and the key lookup both come from this list.
 #define FASTBATCH_DM_CONTROL_TASKS(X)                                                              \
   X(AcrobotSwingup<false>), X(AcrobotSwingup<true>), X(BallInCupCatch), X(Cartpole<false, false>), \
-      X(Cartpole<false, true>), X(Cartpole<true, false>), X(Cartpole<true, true>), X(CheetahRun),  \
-      X(Finger<0>), X(Finger<70>), X(Finger<30>), X(Hopper<false>), X(Hopper<true>),               \
-      X(PendulumSwingup), X(PointMass<false>), X(PointMass<true>), X(Reacher<false>),              \
-      X(Reacher<true>), X(PlanarWalker<0>), X(PlanarWalker<1>), X(PlanarWalker<8>)
+      X(Cartpole<false, true>), X(Cartpole<true, false>), X(Cartpole<true, true>),                 \
+      X(Cartpole<true, false, 2>), X(Cartpole<true, false, 3>), X(CheetahRun), X(Finger<0>),       \
+      X(Finger<70>), X(Finger<30>), X(Fish<false>), X(Fish<true>), X(Hopper<false>),               \
+      X(Hopper<true>), X(Humanoid<0, false>), X(Humanoid<1, false>), X(Humanoid<10, false>),       \
+      X(Humanoid<10, true>), X(PendulumSwingup), X(PointMass<false>), X(PointMass<true>),          \
+      X(Reacher<false>), X(Reacher<true>), X(Swimmer<6>), X(Swimmer<15>), X(PlanarWalker<0>),      \
+      X(PlanarWalker<1>), X(PlanarWalker<8>)
 
 #define FASTBATCH_DM_CONTROL_ENV(...) \
   fastbatch::dm_control::SuiteEnv<fastbatch::dm_control::__VA_ARGS__>
 #define FASTBATCH_DM_CONTROL_TASK(...) fastbatch::dm_control::__VA_ARGS__
+
+// Hands over a model dm_control generates (its XML text) under `name`, a task's kFile; called
+// by `fastbatch.dm_control.register` before any env exists.
+extern "C" FASTBATCH_EXPORT_SYMBOL void fastbatch_dm_control_set_model(const char* name,
+                                                                       const char* xml) {
+  fastbatch::dm_control::GeneratedModels()[name] = xml;
+}
 
 extern "C" FASTBATCH_EXPORT_SYMBOL int fastbatch_dm_control_header_version(void) {
   return mjVERSION_HEADER;

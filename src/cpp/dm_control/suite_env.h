@@ -95,18 +95,38 @@ inline int64_t ObsSize(const std::vector<ObsKey>& keys) {
 
 // numpy's reductions over the few values a task reduces, as numpy computes them:
 // `np.dot(a, b)` (OpenBLAS's ddot: fused multiply-adds into one sum from 0, in order, for short
-// vectors), `np.linalg.norm(v)` (sqrt of that dot product) and `v.mean()` (a sum in order, under
-// numpy's pairwise blocking of 8, then divided by n).
+// vectors; `v.dot(M)` the same per column), `np.linalg.norm(v)` (sqrt of that dot product) and
+// `v.mean()` (numpy's pairwise sum: in order below 8 values, else 8 running sums combined
+// pairwise, the remainder added in order; at most 128 values here), divided by n.
 inline double Dot(const double* a, const double* b, int n) {
   double s = 0.0;
   for (int k = 0; k < n; ++k) s = std::fma(a[k], b[k], s);
   return s;
 }
 inline double Norm(const double* v, int n) { return std::sqrt(Dot(v, v, n)); }
-inline double Mean(const double* v, int n) {
-  double s = v[0];
-  for (int k = 1; k < n; ++k) s += v[k];
-  return s / n;
+inline double Sum(const double* v, int n) {
+  if (n < 8) {
+    double s = 0.0;
+    for (int k = 0; k < n; ++k) s += v[k];
+    return s;
+  }
+  if (n > 128) throw std::logic_error("Sum: numpy's pairwise blocks beyond 128 values");
+  double r[8];
+  for (int j = 0; j < 8; ++j) r[j] = v[j];
+  int k = 8;
+  for (; k < n - n % 8; k += 8) {
+    for (int j = 0; j < 8; ++j) r[j] += v[k + j];
+  }
+  double s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+  for (; k < n; ++k) s += v[k];
+  return s;
+}
+inline double Mean(const double* v, int n) { return Sum(v, n) / n; }
+// `v.dot(M)` for a 3-vector and a row-major 3x3 matrix.
+inline void VecMat3(const double* v, const double* m, double* out) {
+  for (int j = 0; j < 3; ++j) {
+    out[j] = std::fma(v[2], m[6 + j], std::fma(v[1], m[3 + j], std::fma(v[0], m[j], 0.0)));
+  }
 }
 
 // `randomizers.randomize_limited_and_rotational_joints`: every joint in id order; limited
