@@ -145,10 +145,10 @@ def _cartpole_model(suite: Path, poles: int) -> str:
         ElementTree.SubElement(child, "geom", name=f"pole_{index}")
         parent.append(child)
         parent = child
-    root.find("./worldbody/geom").set("pos", "0 0 {}".format(1 - poles - 0.05))
+    root.find("./worldbody/geom").set("pos", f"0 0 {1 - poles - 0.05}")
     cameras = root.findall("./worldbody/camera")
-    cameras[0].set("pos", "0 {} 1".format(-1 - 2 * poles))
-    cameras[1].set("pos", "0 {} 2".format(-2 * poles))
+    cameras[0].set("pos", f"0 {-1 - 2 * poles} 1")
+    cameras[1].set("pos", f"0 {-2 * poles} 2")
     return _with_common_includes(root, suite)
 
 
