@@ -26,10 +26,11 @@ from fastbatch import dm_control as fb_dmc
 pytestmark = pytest.mark.engine
 
 NUM_ENVS = 2
-# Keys computed with np.log1p (hopper's and finger's touch sensors): numpy's own SIMD log1p
-# (its AVX-512 builds) and libm's, which the native envs use, differ in the last bit of about one
-# value in twenty. These keys may differ by that one ulp; every other value is bit-equal.
-LOG1P_KEYS = ("touch",)
+# Keys computed with np.log1p (hopper's, finger's and manipulator's touch sensors) or np.arcsinh
+# (quadruped's force_torque): numpy's own SIMD versions (its AVX-512 builds) and libm's, which the
+# native envs use, differ in the last bit of about one value in seven (arcsinh by two ulps, rarely).
+# These keys may differ by two ulps; every other value is bit-equal.
+LOG1P_KEYS = ("touch", "force_torque")
 
 
 def assert_observations_equal(env_id, obs, ref_obs, where, flat=False):
@@ -38,7 +39,7 @@ def assert_observations_equal(env_id, obs, ref_obs, where, flat=False):
     for key in LOG1P_KEYS:
         if key in slices:
             exact[slices[key]] = False
-            np.testing.assert_array_max_ulp(obs[..., slices[key]], ref_obs[..., slices[key]], 1)
+            np.testing.assert_array_max_ulp(obs[..., slices[key]], ref_obs[..., slices[key]], 2)
     np.testing.assert_array_equal(obs[..., exact], ref_obs[..., exact], err_msg=where)
 
 
@@ -120,7 +121,7 @@ def test_observation_space_and_keys_follow_shimmy():
         obs, _ = env.reset(seed=5)
         dict_obs, _ = ref.reset(seed=5)
         for name, part in keys.items():
-            np.testing.assert_array_max_ulp(obs[0, part], np.ravel(dict_obs[name]), 1)
+            np.testing.assert_array_max_ulp(obs[0, part], np.ravel(dict_obs[name]), 2)
         env.close()
         ref.close()
 

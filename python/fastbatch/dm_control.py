@@ -78,9 +78,15 @@ ENV_IDS = (
     "dm_control/humanoid-run_pure_state-v0",
     "dm_control/humanoid-stand-v0",
     "dm_control/humanoid-walk-v0",
+    "dm_control/manipulator-bring_ball-v0",
+    "dm_control/manipulator-bring_peg-v0",
+    "dm_control/manipulator-insert_ball-v0",
+    "dm_control/manipulator-insert_peg-v0",
     "dm_control/pendulum-swingup-v0",
     "dm_control/point_mass-easy-v0",
     "dm_control/point_mass-hard-v0",
+    "dm_control/quadruped-run-v0",
+    "dm_control/quadruped-walk-v0",
     "dm_control/reacher-easy-v0",
     "dm_control/reacher-hard-v0",
     "dm_control/swimmer-swimmer15-v0",
@@ -183,6 +189,44 @@ def _swimmer_model(suite: Path, bodies: int) -> str:
     return _with_common_includes(root, suite)
 
 
+_MANIPULATOR_PROPS = ("ball", "target_ball", "cup", "peg", "target_peg", "slot")
+
+
+def _manipulator_model(suite: Path, peg: bool, insert: bool) -> str:
+    """dm_control's ``manipulator.make_model(use_peg, insert)``: the arm with only the props
+    the task uses."""
+    root = ElementTree.parse(suite / "manipulator.xml").getroot()
+    used = ["peg", "target_peg"] if peg else ["ball", "target_ball"]
+    if insert:
+        used.append("slot" if peg else "cup")
+    parents = {child: parent for parent in root.iter() for child in parent}
+    for prop in sorted(set(_MANIPULATOR_PROPS) - set(used)):
+        body = next(b for b in root.iter("body") if b.get("name") == prop)
+        parents[body].remove(body)
+    return _with_common_includes(root, suite)
+
+
+def _quadruped_model(suite: Path, floor_size: float) -> str:
+    """dm_control's ``quadruped.make_model(floor_size)``: the floor sized to the task, without
+    the walls, ball, target, terrain and rangefinders (walk and run)."""
+    root = ElementTree.parse(suite / "quadruped.xml").getroot()
+    parents = {child: parent for parent in root.iter() for child in parent}
+
+    def remove(tag: str, name: str) -> None:
+        element = next(e for e in root.iter(tag) if e.get("name") == name)
+        parents[element].remove(element)
+
+    root.find(".//geom[@name='floor']").set("size", f"{floor_size} {floor_size} .5")
+    for wall in ("wall_px", "wall_py", "wall_nx", "wall_ny"):
+        remove("geom", wall)
+    remove("body", "ball")
+    remove("site", "target")
+    remove("geom", "terrain")
+    for rangefinder in list(root.iter("rangefinder")):
+        parents[rangefinder].remove(rangefinder)
+    return _with_common_includes(root, suite)
+
+
 def _generated_models(suite: Path) -> dict[str, str]:
     """The models dm_control generates in Python, by the name their tasks load them under."""
     return {
@@ -190,6 +234,13 @@ def _generated_models(suite: Path) -> dict[str, str]:
         "cartpole_3.xml": _cartpole_model(suite, 3),
         "swimmer6.xml": _swimmer_model(suite, 6),
         "swimmer15.xml": _swimmer_model(suite, 15),
+        "manipulator_ball.xml": _manipulator_model(suite, peg=False, insert=False),
+        "manipulator_ball_insert.xml": _manipulator_model(suite, peg=False, insert=True),
+        "manipulator_peg.xml": _manipulator_model(suite, peg=True, insert=False),
+        "manipulator_peg_insert.xml": _manipulator_model(suite, peg=True, insert=True),
+        # _DEFAULT_TIME_LIMIT * _WALK_SPEED and * _RUN_SPEED, as dm_control writes them
+        "quadruped_walk.xml": _quadruped_model(suite, 20 * 0.5),
+        "quadruped_run.xml": _quadruped_model(suite, 20 * 5),
     }
 
 

@@ -13,8 +13,10 @@
 #include "fish.h"
 #include "hopper.h"
 #include "humanoid.h"
+#include "manipulator.h"
 #include "pendulum_acrobot.h"
 #include "point_mass.h"
+#include "quadruped.h"
 #include "swimmer.h"
 #include "walker.h"
 
@@ -45,7 +47,9 @@ std::string KeysOf(const char* id) {
       X(Cartpole<true, false, 2>), X(Cartpole<true, false, 3>), X(CheetahRun), X(Finger<0>),       \
       X(Finger<70>), X(Finger<30>), X(Fish<false>), X(Fish<true>), X(Hopper<false>),               \
       X(Hopper<true>), X(Humanoid<0, false>), X(Humanoid<1, false>), X(Humanoid<10, false>),       \
-      X(Humanoid<10, true>), X(PendulumSwingup), X(PointMass<false>), X(PointMass<true>),          \
+      X(Humanoid<10, true>), X(Manipulator<false, false>), X(Manipulator<true, false>),            \
+      X(Manipulator<false, true>), X(Manipulator<true, true>), X(PendulumSwingup),                 \
+      X(PointMass<false>), X(PointMass<true>), X(QuadrupedMove<false>), X(QuadrupedMove<true>),    \
       X(Reacher<false>), X(Reacher<true>), X(Swimmer<6>), X(Swimmer<15>), X(PlanarWalker<0>),      \
       X(PlanarWalker<1>), X(PlanarWalker<8>)
 
