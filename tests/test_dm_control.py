@@ -218,3 +218,22 @@ def test_listed_and_specified():
     spec = fastbatch.spec("dm_control/walker-walk-v0")
     assert spec.observation_space.shape == (24,)
     assert set(spec.params) == {"time_limit", "flat_observation"}
+
+
+def test_the_opt_in_compile_builds_the_dm_control_envs_for_the_installed_mujoco(
+    monkeypatch, tmp_path
+):
+    # FASTBATCH_MUJOCO_BUILD=1 compiles the family on first use, as for the MuJoCo envs (the
+    # path of a fastbatch built without MuJoCo, or against another version).
+    import ctypes
+
+    from fastbatch import mujoco as fb_mujoco
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("FASTBATCH_MUJOCO_BUILD", "1")
+    path = fb_dmc._library_path(fb_mujoco.installed())
+    assert path.is_relative_to(tmp_path) and path.name == "fastbatch_dm_control.so"
+    ctypes.CDLL(str(fb_mujoco.installed().library))
+    library = ctypes.CDLL(str(path))
+    version = library.fastbatch_dm_control_header_version()
+    assert fb_mujoco._version_name(version) == fb_mujoco.installed().version

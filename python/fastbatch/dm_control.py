@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import os
 import threading
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
@@ -245,17 +246,30 @@ def _generated_models(suite: Path) -> dict[str, str]:
 
 
 def _library_path(found: Any) -> Path:
+    """The prebuilt library when it was built for the installed MuJoCo; with
+    FASTBATCH_MUJOCO_BUILD=1 one compiled on first use, as `fastbatch.mujoco` does."""
+    if os.environ.get("FASTBATCH_MUJOCO_BUILD") == "1":
+        try:
+            sources = _mujoco.family_sources("dm_control_src", "dm_control")
+            return _mujoco.compile_family("fastbatch_dm_control.so", sources)
+        except _mujoco.MujocoUnavailableError as exc:
+            raise DmControlUnavailableError(str(exc)) from None
     built = build_info().get("mujoco")
     path = package_dir() / "fastbatch_dm_control.so"
+    compile_hint = (
+        f"or set FASTBATCH_MUJOCO_BUILD=1 to compile them against mujoco {found.version} on "
+        f"first use (needs a C++ compiler)"
+    )
     if built is None or not path.is_file():
         raise DmControlUnavailableError(
             "this fastbatch was built without its dm_control envs (no mujoco-core at build "
-            "time); reinstall it with mujoco-core installed, or use backend='process'"
+            f"time); {compile_hint}, or use backend='process'"
         )
     if built != found.version:
         raise DmControlUnavailableError(
             f"mujoco {found.version} is installed ({found.distribution}), but this fastbatch's "
-            f"dm_control envs were built for mujoco {built}: pip install 'mujoco-core=={built}'"
+            f"dm_control envs were built for mujoco {built}: pip install 'mujoco-core=={built}', "
+            f"{compile_hint}"
         )
     return path
 

@@ -51,7 +51,9 @@ __all__ = [
     "MIN_MUJOCO",
     "MujocoUnavailableError",
     "build",
+    "compile_family",
     "drop_default_timer",
+    "family_sources",
     "installed",
     "library_path",
     "native_kwargs",
@@ -85,11 +87,13 @@ class MujocoUnavailableError(ImportError):
     they were built against (the message names the versions and the extra to install)."""
 
 
-def _sources() -> Path:
-    installed = Path(_core.__file__).parent / "mujoco_src"  # installed beside the extension
+def family_sources(folder: str, source_folder: str) -> Path:
+    """The C++ sources of a MuJoCo env family: installed beside the extension as `folder`
+    (``mujoco_src``), or ``src/cpp/<source_folder>`` of a source tree."""
+    installed = Path(_core.__file__).parent / folder
     if installed.is_dir():
         return installed
-    return Path(__file__).resolve().parents[2] / "src" / "cpp" / "mujoco"  # a source tree
+    return Path(__file__).resolve().parents[2] / "src" / "cpp" / source_folder
 
 
 def installed() -> _mujoco_dist.MujocoInstall:
@@ -165,8 +169,8 @@ def _assets() -> Path:
     return assets
 
 
-def _cache_dir(version: str, inputs: list[Path], assets: Path, flags: list[str]) -> Path:
-    digest = hashlib.sha256("\0".join([str(assets), *flags]).encode())
+def _cache_dir(version: str, inputs: list[Path], salt: str, flags: list[str]) -> Path:
+    digest = hashlib.sha256("\0".join([salt, *flags]).encode())
     for path in inputs:
         digest.update(path.name.encode() + path.read_bytes())
     base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
@@ -174,19 +178,8 @@ def _cache_dir(version: str, inputs: list[Path], assets: Path, flags: list[str])
     return base / "fastbatch" / name
 
 
-def build() -> Path:
-    """Compiles the MuJoCo env library against the installed MuJoCo if it is not cached.
-
-    The opt-in path (FASTBATCH_MUJOCO_BUILD=1): the wheel's own is prebuilt.
-    ``FASTBATCH_MUJOCO_CXXFLAGS`` adds compiler flags.
-
-    Returns:
-        The path of the library, cached under ``$XDG_CACHE_HOME/fastbatch/``.
-
-    Raises:
-        MujocoUnavailableError: No usable MuJoCo (none, or older than 3.0), gymnasium's assets
-            missing, no compiler, or the compile failed (with the compiler's message).
-    """
+def _compilable_mujoco() -> tuple[str, Path, Path]:
+    """`_mujoco`, refusing a MuJoCo older than the opt-in compile takes."""
     version, include, library = _mujoco()
     parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
     if parts < MIN_MUJOCO:
@@ -194,18 +187,39 @@ def build() -> Path:
             f"fastbatch's native MuJoCo envs need mujoco >= {'.'.join(map(str, MIN_MUJOCO))}, "
             f"but mujoco {version} is installed: {_EXTRA} --upgrade"
         )
-    assets = _assets()
-    sources = _sources()
+    return version, include, library
+
+
+def compile_family(library_name: str, sources: Path, salt: str = "") -> Path:
+    """Compiles a MuJoCo env family's ``plugin.cc`` (with the headers beside it) against the
+    installed MuJoCo, unless a library for the same inputs is cached.
+
+    The opt-in path (FASTBATCH_MUJOCO_BUILD=1) of every family on MuJoCo; the wheel's own
+    libraries are prebuilt. ``FASTBATCH_MUJOCO_CXXFLAGS`` adds compiler flags.
+
+    Args:
+        library_name: The library's file name, e.g. ``fastbatch_mujoco.so``.
+        sources: The family's C++ folder (`family_sources`).
+        salt: Anything else the cached library depends on (part of the cache key).
+
+    Returns:
+        The path of the library, cached under ``$XDG_CACHE_HOME/fastbatch/``.
+
+    Raises:
+        MujocoUnavailableError: No usable MuJoCo (none, or older than 3.0), no compiler, or the
+            compile failed (with the compiler's message).
+    """
+    version, include, library = _compilable_mujoco()
     headers = Path(_core.__file__).parent / "include"
     inputs = [*sorted(sources.glob("*.h")), sources / "plugin.cc"]
     inputs += sorted((headers / "fastbatch").glob("*.h"))
     flags = shlex.split(os.environ.get("FASTBATCH_MUJOCO_CXXFLAGS", ""))
-    target = _cache_dir(version, inputs, assets, flags) / "fastbatch_mujoco.so"
+    target = _cache_dir(version, inputs, salt, flags) / library_name
     try:
         return compile_shared(
             target,
             [
-                "-ffp-contract=off",  # gymnasium's float64 arithmetic, operation by operation
+                "-ffp-contract=off",  # the reference's float64 arithmetic, operation by operation
                 "-fno-fast-math",
                 f"-I{headers}",
                 f"-I{include}",
@@ -215,10 +229,30 @@ def build() -> Path:
                 f"-l:{library.name}",
                 f"-Wl,-rpath,{library.parent}",
             ],
-            f"fastbatch's MuJoCo envs against mujoco {version} ({_OPT_IN}=1)",
+            f"{library_name} against mujoco {version} ({_OPT_IN}=1)",
         )
     except RuntimeError as exc:
         raise MujocoUnavailableError(str(exc)) from exc
+
+
+def build() -> Path:
+    """Compiles the MuJoCo env library against the installed MuJoCo if it is not cached.
+
+    The opt-in path (FASTBATCH_MUJOCO_BUILD=1, `compile_family`): the wheel's own is
+    prebuilt. ``FASTBATCH_MUJOCO_CXXFLAGS`` adds compiler flags.
+
+    Returns:
+        The path of the library, cached under ``$XDG_CACHE_HOME/fastbatch/``.
+
+    Raises:
+        MujocoUnavailableError: No usable MuJoCo (none, or older than 3.0), gymnasium's assets
+            missing, no compiler, or the compile failed (with the compiler's message).
+    """
+    _compilable_mujoco()  # an old MuJoCo is refused before gymnasium's assets are looked for
+    assets = _assets()
+    return compile_family(
+        "fastbatch_mujoco.so", family_sources("mujoco_src", "mujoco"), salt=str(assets)
+    )
 
 
 def _version_name(code: int) -> str:

@@ -214,6 +214,19 @@ PRESETS: dict[str, PPOConfig] = {
     "ant": _WIDE_MUJOCO.replace(
         env_id="Ant-v5", env_kwargs={"include_cfrc_ext_in_observation": False}
     ),
+    # dmc_*: dm_control suite tasks (native, state observations) on CleanRL's MuJoCo PPO settings
+    # with 16 envs x 128 steps; CleanRL's own runs on these ids are the reference (bench/README).
+    **{
+        f"dmc_{domain}_{task}": _CLEANRL_MUJOCO.replace(
+            env_id=f"dm_control/{domain}-{task}-v0", num_envs=16, rollout_steps=128
+        )
+        for domain, task in (
+            ("cartpole", "swingup"),
+            ("cheetah", "run"),
+            ("walker", "walk"),
+            ("finger", "spin"),
+        )
+    },
     # minatar_*: the MinAtar paper's network on its 10x10 frames through the process backend.
     **{
         f"minatar_{key}": _SMALL_PIXELS.replace(env_id=f"MinAtar/{name}-v1", **changes)

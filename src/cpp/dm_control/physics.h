@@ -12,6 +12,10 @@
 // - Step (`legacy_step=True`): mj_step2 to finish the step whose mj_step1 has run, mj_step for
 //   the other n - 1 substeps, then mj_step1, so positions and velocities derived quantities are
 //   current when the task reads them (RK4 models: mj_step n times, then mj_step1).
+// - Invalid states (`check_invalid_state`): a MuJoCo warning raised during a step or an
+//   after_reset forward (bad qacc, too many contacts, ...) throws, as dm_control raises its
+//   PhysicsError (fastbatch.EnvError in Python, naming the env); the forward of reset itself is
+//   unchecked, as in dm_control.
 // - Controls: `set_control` copies the action as given; MuJoCo clamps it to the control range
 //   inside the physics (ctrllimited), and rewards that read `data.ctrl` see the raw values.
 //
@@ -126,13 +130,18 @@ class Physics {
   const mjData* d() const { return data_.get(); }
   double timestep() const { return model_->opt.timestep; }
 
-  // `reset_context` on entry: mj_resetData, then forward without actuation.
+  // `reset_context` on entry: mj_resetData, then forward without actuation (unchecked).
   void Reset() {
     mj_resetData(model_.get(), data_.get());
     ForwardWithoutActuation();
   }
-  // `after_reset` (also what a task calls inside its own initialisation).
-  void AfterReset() { ForwardWithoutActuation(); }
+  // `after_reset` (also what a task calls inside its own initialisation); `checked`: throw on a
+  // new MuJoCo warning (false where dm_control catches the PhysicsError itself).
+  void AfterReset(bool checked = true) {
+    const Warnings before = CountWarnings();
+    ForwardWithoutActuation();
+    if (checked) CheckWarnings(before);
+  }
 
   void SetControl(const double* action) {
     std::memcpy(data_->ctrl, action, sizeof(double) * static_cast<size_t>(model_->nu));
@@ -140,6 +149,7 @@ class Physics {
 
   // `Physics.step(n)` with legacy_step.
   void Step(int n) {
+    const Warnings before = CountWarnings();
     const mjModel* m = model_.get();
     mjData* d = data_.get();
     if (m->opt.integrator != mjINT_RK4) {
@@ -149,6 +159,7 @@ class Physics {
       for (int k = 0; k < n; ++k) mj_step(m, d);
     }
     mj_step1(m, d);
+    CheckWarnings(before);
   }
 
   // Ids and addresses by name, for the tasks' named reads (`physics.named.data...`).
@@ -162,6 +173,39 @@ class Physics {
   int SensorAdr(const char* sensor) const { return model_->sensor_adr[Id(mjOBJ_SENSOR, sensor)]; }
 
  private:
+  struct Warnings {
+    int count[mjNWARNING];
+  };
+  Warnings CountWarnings() const {
+    Warnings w;
+    for (int k = 0; k < mjNWARNING; ++k) w.count[k] = data_->warning[k].number;
+    return w;
+  }
+  // dm_control's message: "Physics state is invalid. Warning(s) raised: mjWARN_BADQACC".
+  void CheckWarnings(const Warnings& before) const {
+    std::string raised;
+    for (int k = 0; k < mjNWARNING; ++k) {
+      if (data_->warning[k].number > before.count[k]) {
+        raised += (raised.empty() ? "" : ", ") + WarningName(k);
+      }
+    }
+    if (!raised.empty()) {
+      throw std::runtime_error("Physics state is invalid. Warning(s) raised: " + raised);
+    }
+  }
+  static std::string WarningName(int k) {
+    switch (k) {
+      case mjWARN_INERTIA: return "mjWARN_INERTIA";
+      case mjWARN_CONTACTFULL: return "mjWARN_CONTACTFULL";
+      case mjWARN_CNSTRFULL: return "mjWARN_CNSTRFULL";
+      case mjWARN_BADQPOS: return "mjWARN_BADQPOS";
+      case mjWARN_BADQVEL: return "mjWARN_BADQVEL";
+      case mjWARN_BADQACC: return "mjWARN_BADQACC";
+      case mjWARN_BADCTRL: return "mjWARN_BADCTRL";
+      default: return "MuJoCo warning " + std::to_string(k);
+    }
+  }
+
   void ForwardWithoutActuation() {
     if (inert_) {
       mj_forward(inert_.get(), data_.get());

@@ -84,7 +84,7 @@ struct QuadrupedMove {
       root[1] = 0.0;
       root[2] = z;
       for (int k = 0; k < 4; ++k) root[3 + k] = orientation[k];
-      physics.AfterReset();
+      physics.AfterReset(false);  // dm_control catches the PhysicsError of this loop
       contacts = physics.d()->ncon;
       z += 0.01;
       if (++attempts > 10000)
