@@ -199,6 +199,11 @@ def test_bad_actions_are_refused():
     env.close()
 
 
+def test_rendering_is_refused_with_a_message():
+    with pytest.raises(ValueError, match="does not render"):
+        fastbatch.make("dm_control/cheetah-run-v0", 1, render_mode="rgb_array")
+
+
 def test_process_backend_keeps_shimmys_env():
     env = fastbatch.make("dm_control/cartpole-balance-v0", 2, backend="process")
     native = fastbatch.make("dm_control/cartpole-balance-v0", 2)
