@@ -11,6 +11,10 @@ uniform random float64 actions within the action bounds:
   shimmy-sync  gymnasium's SyncVectorEnv over FlattenObservation(gymnasium.make(id)): shimmy's
                env, dm_control's own Python, the episodes fastbatch replays bit for bit
 
+As in bench/mujoco_envs.py, each contender runs with MuJoCo's profiling clock as its users have
+it: shimmy's envs with the clock `import mujoco` installs (MuJoCo calls it around every stage of
+mj_step), fastbatch's without it (`fastbatch.make` removes it), EnvPool's MuJoCo has none.
+
 Figures are env steps per second, the median over `--repeats` rounds; each round times every
 contender once in turn for `--budget` seconds (bench/_harness.py: warm-up, at least 32 batch
 steps a run). Printed ratios: fb-sync over EnvPool and over shimmy-sync. The JSON keeps every run.
@@ -24,16 +28,18 @@ import warnings
 
 import _harness as harness
 import gymnasium
+import mujoco
 import numpy as np
 
 import fastbatch
 from fastbatch import dm_control as fb_dmc
+from fastbatch import mujoco as fb_mujoco
 
 ENV_IDS = [
     "dm_control/cheetah-run-v0",
     "dm_control/walker-walk-v0",
+    "dm_control/humanoid-walk-v0",
     "dm_control/cartpole-swingup-v0",
-    "dm_control/hopper-hop-v0",
 ]
 METHODS = ["fb-sync", "envpool", "shimmy-sync"]
 
@@ -74,9 +80,31 @@ def contender(method: str, env_id: str, table: np.ndarray, threads: int, budget)
         env.reset(seed=0)
     else:
         raise ValueError(method)
-    loop = harness.Loop(env.step, table, num_envs, budget)
-    loop.close = env.close
-    return loop
+    return Clocked(method, harness.Loop(env.step, table, num_envs, budget), env.close)
+
+
+class Clocked:
+    """A contender timed with MuJoCo's profiling clock as its users have it (see above)."""
+
+    def __init__(self, method: str, loop, close) -> None:
+        self.method, self.loop, self.close = method, loop, close
+
+    @property
+    def warm(self) -> bool:
+        return self.loop.warm
+
+    def _set_clock(self) -> None:
+        mujoco.set_mjcb_time(None)  # the clock `import mujoco` installs
+        if self.method != "shimmy-sync":
+            fb_mujoco.drop_default_timer()
+
+    def warm_up(self) -> None:
+        self._set_clock()
+        self.loop.warm_up()
+
+    def rate(self) -> float:
+        self._set_clock()
+        return self.loop.rate()
 
 
 def available(method: str) -> bool:
