@@ -222,6 +222,16 @@ def test_listed_and_specified():
     assert set(fb_dmc.ENV_IDS) <= set(ids)
     spec = fastbatch.spec("dm_control/walker-walk-v0")
     assert spec.observation_space.shape == (24,)
+    assert spec.observation_keys == {
+        "height": slice(0, 1),
+        "orientations": slice(1, 15),
+        "velocity": slice(15, 24),
+    }
+    assert fb_dmc.observation_keys("dm_control/walker-walk-v0", flat_observation=True) == {
+        "orientations": slice(0, 14),
+        "height": slice(14, 15),
+        "velocity": slice(15, 24),
+    }
     assert set(spec.params) == {"time_limit", "flat_observation"}
 
 

@@ -151,3 +151,20 @@ def test_builtin_params_take_gymnasiums_kwarg_types():
         fastbatch.make("CartPole-v1", 2, sutton_barto_reward=1.0)
     for env in (ours, vec, reference):
         env.close()
+
+
+def test_observation_keys_name_parts_of_the_flat_observation_and_are_checked(monkeypatch):
+    from fastbatch.registration import add_native_env
+    from fastbatch.registry import REGISTRY
+
+    monkeypatch.setattr(REGISTRY, "_entries", dict(REGISTRY._entries))  # restored afterwards
+    env_type = REGISTRY.resolve("CartPole-v1")[0]
+    keys = {"cart": (0, 2), "pole": slice(2, 4)}
+    spec = add_native_env(env_type, "_KeyedCartPole-v1", observation_keys=keys)
+    assert spec.observation_keys == {"cart": slice(0, 2), "pole": slice(2, 4)}
+    assert fastbatch.spec("_KeyedCartPole-v1").observation_keys == spec.observation_keys
+    assert fastbatch.spec("CartPole-v1").observation_keys == {}
+    with pytest.raises(ValueError, match="not within the observation's 4 values"):
+        add_native_env(env_type, "_KeyedCartPole-v1", observation_keys={"x": (2, 5)})
+    with pytest.raises(TypeError, match="map names to slices"):
+        add_native_env(env_type, "_KeyedCartPole-v1", observation_keys={"x": (0.5, 2)})

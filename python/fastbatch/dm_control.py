@@ -13,7 +13,8 @@ shimmy's env.
 What an env gives, and how it matches shimmy's env under ``FlattenObservation``:
 
 - observation: float64, dm_control's observation keys in gymnasium's Dict order (sorted by
-  name), each flattened; `observation_keys` gives each key's slice. ``flat_observation=True``
+  name), each flattened; ``fastbatch.spec(id).observation_keys`` gives each key's slice
+  (`observation_keys` for either order). ``flat_observation=True``
   (dm_control's environment kwarg) keeps dm_control's own key order instead;
 - action: float64, dm_control's action spec, passed to the controls unclipped (MuJoCo clamps
   limited controls in the physics, and rewards that read the controls see the raw values);
@@ -299,9 +300,10 @@ def register() -> list[str]:
             library.fastbatch_dm_control_set_assets(str(suite).encode())
             for name, xml in _generated_models(suite).items():
                 library.fastbatch_dm_control_set_model(name.encode(), xml.encode())
-            for env_id in ENV_IDS:
-                register_native_env(env_id, path, replace=True)
             _library.append(library)
+            for env_id in ENV_IDS:
+                keys = _keys(env_id, flat_observation=False)
+                register_native_env(env_id, path, replace=True, observation_keys=keys)
             _registered.extend(ENV_IDS)
         _mujoco.drop_default_timer()
         return list(_registered)
@@ -325,6 +327,11 @@ def observation_keys(env_id: str, flat_observation: bool = False) -> dict[str, s
     if env_id not in ENV_IDS:
         raise ValueError(f"{env_id!r} is not a native dm_control id; they are {list(ENV_IDS)}")
     register()
+    return _keys(env_id, flat_observation)
+
+
+def _keys(env_id: str, flat_observation: bool) -> dict[str, slice]:
+    """`observation_keys` from the loaded library."""
     out = ctypes.create_string_buffer(4096)
     size = _library[0].fastbatch_dm_control_obs_keys(env_id.encode(), out, len(out))
     if size <= 0:

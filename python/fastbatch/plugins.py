@@ -29,6 +29,7 @@ def register_native_env(
     replace: bool = False,
     max_episode_steps: int | None = None,
     renderer: str | None = None,
+    observation_keys: dict[str, slice] | None = None,
     **default_kwargs: Any,
 ) -> list[str]:
     """Registers the native env(s) in ``source``; returns the ids registered.
@@ -52,6 +53,8 @@ def register_native_env(
             (`NativeVectorEnv.get_env_state`, which must be the state that renderer's env keeps
             in ``env.unwrapped.state``, or its MuJoCo ``qpos ++ qvel``); a single env, too.
             Without one the env takes ``render_mode=None`` only (unless its class draws itself).
+        observation_keys: Names of parts of the env's flat observation row (name -> slice or
+            ``(start, stop)``), kept in ``fastbatch.spec(id).observation_keys``; a single env.
         **default_kwargs: Replace the env's param defaults for every ``make`` of that id;
             needs a single env.
 
@@ -87,10 +90,12 @@ def register_native_env(
             ids = ", ".join(sorted(t.id for t in types))
             raise PluginError(f"{source} exports no env {env_id!r}; it exports: {ids}")
         types = chosen
-    if len(types) > 1 and (default_kwargs or max_episode_steps is not None or renderer):
+    if len(types) > 1 and (
+        default_kwargs or max_episode_steps is not None or renderer or observation_keys
+    ):
         raise TypeError(
-            "default keyword arguments, max_episode_steps and renderer apply to one env: name it "
-            "with env_id"
+            "default keyword arguments, max_episode_steps, renderer and observation_keys apply "
+            "to one env: name it with env_id"
         )
     names = [env_id if env_id is not None else t.id for t in types]
     for name in names:
@@ -103,7 +108,14 @@ def register_native_env(
                 f"an env is already registered as {name!r}; pass replace=True to replace it"
             )
     for env_type, name in zip(types, names, strict=True):
-        add_native_env(env_type, name, default_kwargs, max_episode_steps, renderer=renderer)
+        add_native_env(
+            env_type,
+            name,
+            default_kwargs,
+            max_episode_steps,
+            renderer=renderer,
+            observation_keys=observation_keys,
+        )
     return names
 
 

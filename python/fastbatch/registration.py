@@ -51,6 +51,7 @@ def add_native_env(
     max_episode_steps: int | None = None,
     *,
     renderer: str | None = None,
+    observation_keys: dict[str, slice] | None = None,
 ) -> NativeEnvSpec:
     """Registers a native env type (`_core._EnvType`) under `env_id` (default: its spec's id),
     replacing any entry of that id, with fastbatch and, unless the id starts with '_', with
@@ -64,18 +65,40 @@ def add_native_env(
     ``max_episode_steps`` replaces the time limit for every make of the id (0: none).
     A multi-agent env (more than one agent per env) is not registered with gymnasium, which has
     no multi-agent API: `fastbatch.make_agents` makes it.
-    ``renderer``: the gymnasium id whose renderer draws the env from its state. Returns the
-    spec. Every error names the env id."""
+    ``renderer``: the gymnasium id whose renderer draws the env from its state.
+    ``observation_keys``: names of parts of the flat observation row (`_observation_keys`).
+    Returns the spec. Every error names the env id."""
     name = env_type.id if env_id is None else env_id
     limit = time_limit(name, max_episode_steps)
     spec = _spec(env_type, name, defaults or {}, renderer)
     if limit is not None:
         spec = dataclasses.replace(spec, max_episode_steps=limit or None)
+    if observation_keys:
+        spec = dataclasses.replace(spec, observation_keys=_observation_keys(spec, observation_keys))
     REGISTRY.add(RegisteredEnv(env_type, spec, limit))
     if not spec.id.startswith("_") and spec.num_agents == 1:  # gymnasium has no multi-agent env
         fixed = limit is not None or not env_type.spec_depends_on_params
         _register_with_gymnasium(spec, spec.max_episode_steps if fixed else None)
     return spec
+
+
+def _observation_keys(spec: NativeEnvSpec, keys: dict[str, Any]) -> dict[str, slice]:
+    """`keys` (name -> slice or (start, stop)) checked against `spec`'s flat observation."""
+    shape = getattr(spec.observation_space, "shape", None)
+    if shape is None or len(shape) != 1:
+        raise ValueError(f"{spec.id}: observation_keys name parts of a flat Box observation")
+    out = {}
+    for name, part in keys.items():
+        start, stop = (part.start, part.stop) if isinstance(part, slice) else part
+        if not (isinstance(name, str) and isinstance(start, int) and isinstance(stop, int)):
+            raise TypeError(f"{spec.id}: observation_keys must map names to slices, got {keys!r}")
+        if not 0 <= start < stop <= shape[0]:
+            raise ValueError(
+                f"{spec.id}: observation key {name!r} = [{start}:{stop}] is not within the "
+                f"observation's {shape[0]} values"
+            )
+        out[name] = slice(start, stop)
+    return out
 
 
 def register_builtin_envs() -> None:

@@ -143,6 +143,10 @@ class NativeEnvSpec:
     frame: tuple[int, int, float] | None = None
     """(height, width, fps) of the RGB frame the env draws itself (ABI version 7: its class has
     ``Render``; fps 0: unknown), for the default params; None: it does not draw itself."""
+    observation_keys: dict[str, slice] = field(default_factory=dict)
+    """Named parts of one env's flat observation row (name -> slice), for the default params,
+    where whoever registered the env named them (``register_native_env(observation_keys=...)``;
+    dm_control's observation keys); empty otherwise."""
 
     @property
     def renders(self) -> bool:
