@@ -4,11 +4,13 @@
                         [--no-sb3] [--sb3-threads 1,2] [--sb3-time-limit S] [--json FILE]
                         [--workers N]
     python bench/ppo.py --mujoco [--presets ...] [--seeds ...] [--steps N] [--set KEY=VALUE ...]
+    python bench/ppo.py --dm-control [--presets ...] [--seeds ...] [--steps N] [--set ...]
     python bench/ppo.py --pixels [--presets ...] [--seeds ...] [--steps N] [--target [P=]R ...]
                         [--set KEY=VALUE ...] [--no-sb3] [--sb3-stop] [--plugin LIB] [--json FILE]
 
 `--mujoco` runs the MuJoCo presets instead (ppo_mujoco.py: evaluation returns beside the
-published 1M-step PPO scores, a table and a PNG of learning curves); `--pixels` the MinAtar
+published 1M-step PPO scores, a table and a PNG of learning curves), `--dm-control` the
+dm_control suite presets the same way; `--pixels` the MinAtar
 presets (ppo_pixels.py: time to a target training return against SB3 PPO with the same small
 CNN, a table a run and a summary); the rest of this text is about the default mode.
 
@@ -302,6 +304,9 @@ def main(argv=None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--mujoco", action="store_true", help="the MuJoCo presets (ppo_mujoco.py)")
+    parser.add_argument(
+        "--dm-control", action="store_true", help="the dm_control presets (ppo_mujoco.py)"
+    )
     parser.add_argument("--pixels", action="store_true", help="the MinAtar presets (ppo_pixels.py)")
     parser.add_argument(
         "--steps", type=int, default=None, help="env steps a run (--mujoco, --pixels)"
@@ -335,6 +340,11 @@ def main(argv=None) -> int:
         import ppo_mujoco
 
         return ppo_mujoco.main(presets or list(ppo_mujoco.PRESETS), seeds, args.steps, args.set)
+    if args.dm_control:
+        import ppo_mujoco
+
+        chosen = presets or list(ppo_mujoco.DMC_PRESETS)
+        return ppo_mujoco.main(chosen, seeds, args.steps, args.set, name="ppo_dm_control")
     if args.pixels:
         import ppo_pixels
 
@@ -366,7 +376,7 @@ def main(argv=None) -> int:
         **{
             k: v
             for k, v in vars(args).items()
-            if k not in ("mujoco", "pixels", "steps", "json", *pixel_only)
+            if k not in ("mujoco", "dm_control", "pixels", "steps", "json", *pixel_only)
         },
     )
     print(run.header(), flush=True)

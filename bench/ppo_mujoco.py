@@ -2,6 +2,12 @@
 
     python bench/ppo.py --mujoco [--presets halfcheetah,hopper] [--seeds 0,1,2]
                                  [--steps 1000000] [--set KEY=VALUE ...]
+    python bench/ppo.py --dm-control [--presets dmc_cheetah_run] [--seeds 0,1,2]
+
+`--dm-control` runs the dm_control suite presets (`DMC_PRESETS`) the same way, beside CleanRL's
+published runs on the same shimmy ids, with the env steps and seconds at which the training
+return (last 20 episodes) first reached the issue's targets (cartpole-swingup 800, cheetah-run
+500), and writes ``ppo_dm_control.*`` instead.
 
 For every preset and seed: the deterministic evaluation return over the preset's
 `eval_episodes` (10) episodes at the end of training, wall-clock seconds from the start of
@@ -29,6 +35,7 @@ import _harness as harness
 import numpy as np
 
 PRESETS = ("halfcheetah", "hopper", "walker2d", "ant", "humanoid")
+DMC_PRESETS = ("dmc_cartpole_swingup", "dmc_cheetah_run", "dmc_walker_walk", "dmc_finger_spin")
 
 # env id: (rl-baselines3-zoo PPO, CleanRL PPO) at 1M steps; None where none is published.
 PUBLISHED = {
@@ -37,7 +44,14 @@ PUBLISHED = {
     "Walker2d-v5": (3479, 2288),
     "Ant-v5": (1327, None),
     "Humanoid-v5": (None, 716),
+    # CleanRL's ppo_continuous_action.py on shimmy's ids (docs: "dm_control environments").
+    "dm_control/cartpole-swingup-v0": (None, 641),
+    "dm_control/cheetah-run-v0": (None, 433),
+    "dm_control/walker-walk-v0": (None, 393),
+    "dm_control/finger-spin-v0": (None, 590),
 }
+# Training returns to reach (the dm_control issue's), reported as the first crossing.
+TARGETS = {"dm_control/cartpole-swingup-v0": 800, "dm_control/cheetah-run-v0": 500}
 
 
 def run_one(preset: str, seed: int, steps: int | None, overrides: list[str]) -> dict:
@@ -63,6 +77,8 @@ def run_one(preset: str, seed: int, steps: int | None, overrides: list[str]) -> 
         "seconds": seconds,
         "seconds_with_eval": total,
         "steps_per_second": result["env_steps"] / seconds,
+        "target": TARGETS.get(config.env_id),
+        "target_reached": harness.first_crossing(rows, TARGETS.get(config.env_id, np.inf), 20),
         "curve": rows.tolist(),
     }
 
@@ -74,18 +90,25 @@ def _fmt(value, digits=0):
 def table(runs: list[dict]) -> str:
     lines = [
         "| preset | env steps | eval return per seed | median | zoo PPO | CleanRL PPO "
-        "| wall-clock s (median) | steps/s (median) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| wall-clock s (median) | steps/s (median) | target: steps, s per seed |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for preset in dict.fromkeys(r["preset"] for r in runs):
         rs = [r for r in runs if r["preset"] == preset]
         zoo, cleanrl = PUBLISHED.get(rs[0]["env"], (None, None))
         per_seed = ", ".join(f"{r['seed']}: {_fmt(r['eval_return'])}" for r in rs)
+        target = "-"
+        if rs[0].get("target") is not None:
+            reached = [r["target_reached"] for r in rs]
+            target = f"{rs[0]['target']}: " + ", ".join(
+                "not reached" if steps is None else f"{steps:.0f} in {seconds:.0f} s"
+                for steps, seconds in reached
+            )
         lines.append(
             f"| {preset} | {rs[0]['env_steps']} | {per_seed} "
             f"| {_fmt(harness.median([r['eval_return'] for r in rs]))} | {_fmt(zoo)} | {_fmt(cleanrl)} "
             f"| {_fmt(harness.median([r['seconds'] for r in rs]))} "
-            f"| {_fmt(harness.median([r['steps_per_second'] for r in rs]))} |"
+            f"| {_fmt(harness.median([r['steps_per_second'] for r in rs]))} | {target} |"
         )
     return "\n".join(lines)
 
@@ -123,7 +146,14 @@ def plot(runs: list[dict], png: Path) -> None:
     plt.close(fig)
 
 
-def main(presets: list[str], seeds: list[int], steps: int | None, overrides: list[str]) -> int:
+def main(
+    presets: list[str],
+    seeds: list[int],
+    steps: int | None,
+    overrides: list[str],
+    name: str = "ppo_mujoco",
+) -> int:
+    """Runs every preset on every seed; writes bench/results/<name>.{json,md}, bench/<name>.png."""
     results = Path("bench/results")
     results.mkdir(parents=True, exist_ok=True)
     run_info = harness.RunInfo(
@@ -146,9 +176,9 @@ def main(presets: list[str], seeds: list[int], steps: int | None, overrides: lis
             )
             runs.append(run)
             # Written after every run, so an interrupted sweep keeps what it measured.
-            harness.write_json(results / "ppo_mujoco.json", run_info.finish(), runs, announce=False)
-            (results / "ppo_mujoco.md").write_text(table(runs) + "\n")
-            plot(runs, Path("bench/ppo_mujoco.png"))
+            harness.write_json(results / f"{name}.json", run_info.finish(), runs, announce=False)
+            (results / f"{name}.md").write_text(table(runs) + "\n")
+            plot(runs, Path(f"bench/{name}.png"))
     print(table(runs))
     print(run_info.footer())
     return 0
