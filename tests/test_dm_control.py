@@ -52,6 +52,21 @@ def reference(env_id: str, mode: AutoresetMode, **kwargs) -> gymnasium.vector.Sy
     return gymnasium.vector.SyncVectorEnv([factory] * NUM_ENVS, autoreset_mode=mode)
 
 
+def assert_infos_equal(info, ref_info, where):
+    """shimmy's timestep.step_type and timestep.discount (None at a reset: absent here)."""
+    np.testing.assert_array_equal(
+        info["timestep.step_type"], np.array(ref_info["timestep.step_type"], dtype=float), where
+    )
+    ref_discount = ref_info["timestep.discount"]
+    present = np.array([d is not None for d in ref_discount])
+    mask = info.get("_timestep.discount", np.zeros(len(present), dtype=bool))  # all absent: none
+    np.testing.assert_array_equal(mask, present, where)
+    if present.any():
+        np.testing.assert_array_equal(
+            info["timestep.discount"][present], ref_discount[present].astype(float), where
+        )
+
+
 def lockstep(env_id: str, steps: int, mode=AutoresetMode.NEXT_STEP, seed=3, **kwargs) -> int:
     """Steps both `steps` times with random actions; returns how many episodes ended."""
     ours = fastbatch.make(env_id, NUM_ENVS, autoreset_mode=mode, **kwargs)
@@ -73,6 +88,7 @@ def lockstep(env_id: str, steps: int, mode=AutoresetMode.NEXT_STEP, seed=3, **kw
             np.testing.assert_array_equal(reward, ref_reward.astype(np.float32), err_msg=where)
             np.testing.assert_array_equal(terminated, ref_terminated, err_msg=where)
             np.testing.assert_array_equal(truncated, ref_truncated, err_msg=where)
+            assert_infos_equal(info, ref_info, where)
             if mode == AutoresetMode.SAME_STEP and (terminated | truncated).any():
                 done = terminated | truncated
                 final = np.stack(info["final_obs"][done].tolist())

@@ -30,6 +30,9 @@
 // order (shimmy then has one key, "observations"). Action: float64, dm_control's action_spec
 // (the control range of limited actuators, +-mjMAXVAL otherwise).
 //
+// Infos: shimmy's `timestep.discount` (absent at a reset) and `timestep.step_type` (dm_env's
+// FIRST 0, MID 1, LAST 2), as float64 numbers.
+//
 // Seeding (seed_recovery.h): a reset the pool seeded with s seeds the task's RandomState with s
 // (`RandomState(s)`, what shimmy's `reset(seed=s)` does; a seed of more words seeds it with
 // them, as `RandomState(words)`); an unseeded reset (the autoreset) keeps the stream going, as
@@ -182,7 +185,10 @@ class SuiteEnv {
     }
     (void)p;
     Spec spec(Task::kId);
-    spec.Observation(Box({ObsSize(Task::ObsKeys(m))}, -kInf, kInf)).Action(Box({m->nu}, low, high));
+    spec.Observation(Box({ObsSize(Task::ObsKeys(m))}, -kInf, kInf))
+        .Action(Box({m->nu}, low, high))
+        .Info("timestep.discount")
+        .Info("timestep.step_type");
     return spec;
   }
 
@@ -202,7 +208,11 @@ class SuiteEnv {
     step_limit_ = std::isinf(time_limit) ? kInf : time_limit / (timestep * n_sub_steps_);
   }
 
-  void Reset(Rng& rng, double* obs) {
+  // shimmy's info keys, as numbers: dm_env's step type (0 FIRST, 1 MID, 2 LAST) and the
+  // discount (absent at a reset, where dm_env's is None).
+  enum InfoRow : int { kDiscount, kStepType, kInfoRowSize };
+
+  void Reset(Rng& rng, double* obs, double* info) {
     const RecoveredSeed seed = RecoverSeed(rng.State());
     if (seed.fresh) {
       size_t count = 4;
@@ -219,17 +229,28 @@ class SuiteEnv {
     physics_.AfterReset();
     steps_ = 0;
     WriteObs(obs);
+    info[kDiscount] = kNoDiscount;
+    info[kStepType] = 0;
   }
 
-  StepResult Step(const double* action, double* obs) {
+  StepResult Step(const double* action, double* obs, double* info) {
     physics_.SetControl(action);
     physics_.Step(n_sub_steps_);
     const double reward = task_.Reward(physics_);
     WriteObs(obs);
     ++steps_;
-    if (static_cast<double>(steps_) >= step_limit_) return {reward, false, true};
+    info[kStepType] = 2;  // LAST, unless it goes on below
+    if (static_cast<double>(steps_) >= step_limit_) {
+      info[kDiscount] = 1.0;
+      return {reward, false, true};
+    }
     const double discount = task_.Discount(physics_);
-    if (std::isnan(discount)) return {reward, false, false};
+    if (std::isnan(discount)) {
+      info[kDiscount] = 1.0;
+      info[kStepType] = 1;
+      return {reward, false, false};
+    }
+    info[kDiscount] = discount;
     return {reward, discount == 0.0, discount != 0.0};
   }
 
