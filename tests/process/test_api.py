@@ -6,6 +6,8 @@ but a fresh worker would not: registered at run time, or by a package imported i
 from __future__ import annotations
 
 import functools
+import pickle
+from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -197,3 +199,40 @@ def test_ids_of_a_package_that_registers_on_import_work_in_the_workers(capfd):
         env.close()
     # Importing the package in the worker re-registers its ids; that warning is silenced there.
     assert "Overriding environment" not in capfd.readouterr().err
+
+
+def test_workers_import_a_callable_entry_points_module_only_to_make_its_env(tmp_path):
+    # The caller's registry reaches the workers with callable entry points pickled inside
+    # DeferredEntryPoint: a worker that installs it imports their modules only when it makes
+    # one of their ids (shimmy's partials would otherwise import shimmy, dm_control and pygame
+    # in every worker, and pygame turns a worker's segfault into an abort).
+    import subprocess
+    import sys
+
+    from fastbatch.process.gym_registry import registry_snapshot
+
+    gymnasium.register("DeferredProbe-v0", entry_point=functools.partial(_probe_env, "CartPole-v1"))
+    try:
+        (tmp_path / "snapshot.pkl").write_bytes(pickle.dumps(registry_snapshot()))
+    finally:
+        gymnasium.registry.pop("DeferredProbe-v0")
+    script = f"""
+import pickle, sys
+import gymnasium
+from fastbatch.process.gym_registry import install_registry
+install_registry(pickle.loads(open({str(tmp_path / "snapshot.pkl")!r}, "rb").read()))
+assert "tests.process.test_api" not in sys.modules, "imported at install"
+env = gymnasium.make("DeferredProbe-v0")
+assert "tests.process.test_api" in sys.modules
+print(type(env.unwrapped).__name__)
+"""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "CartPoleEnv"
+
+
+def _probe_env(env_id, **kwargs):
+    return gymnasium.make(env_id, **kwargs)

@@ -8,27 +8,62 @@ them too. So the caller sends every spec of its registry that pickles (an entry 
 the worker adds each spec it lacks or holds differently before it builds its envs. Any id the
 caller can make, the worker can then make, however a factory names it: ``gymnasium.make(id)``
 in a lambda or ``functools.partial`` included. The worker imports an entry point's module only
-when ``gymnasium.make`` loads it, as the caller does.
+when ``gymnasium.make`` loads it, as the caller does: a callable entry point travels pickled
+inside a `DeferredEntryPoint` and is unpickled (its module imported) at its first call, so a
+caller that imported, say, shimmy (whose entry points are partials of its own functions) does
+not make every worker import shimmy, dm_control and pygame before it builds a CartPole.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import warnings
 from collections.abc import Iterator
+from typing import Any
 
 import cloudpickle
 import gymnasium
 
-__all__ = ["install_registry", "quiet_reregistration", "registry_snapshot"]
+__all__ = ["DeferredEntryPoint", "install_registry", "quiet_reregistration", "registry_snapshot"]
+
+
+class DeferredEntryPoint:
+    """A callable entry point carried pickled: unpickled (its module imported) at its first
+    call, by ``gymnasium.make`` in the worker. Equal to another carrying the same bytes."""
+
+    def __init__(self, blob: bytes) -> None:
+        self.blob = blob
+        self._loaded: Any = None
+
+    def __call__(self, **kwargs: Any) -> Any:
+        if self._loaded is None:
+            self._loaded = cloudpickle.loads(self.blob)
+        return self._loaded(**kwargs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"blob": self.blob}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.blob, self._loaded = state["blob"], None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DeferredEntryPoint) and other.blob == self.blob
+
+    def __hash__(self) -> int:
+        return hash(self.blob)
 
 
 def registry_snapshot() -> list[bytes]:
-    """Each spec of this process's gymnasium registry, pickled (specs that do not pickle, e.g. an
-    entry point closing over a lock, are left out: a worker then needs its own registration)."""
+    """Each spec of this process's gymnasium registry, pickled, a callable entry point inside a
+    `DeferredEntryPoint` (specs that do not pickle, e.g. an entry point closing over a lock, are
+    left out: a worker then needs its own registration)."""
     snapshot = []
     for spec in gymnasium.registry.values():
         try:
+            if callable(spec.entry_point) and not isinstance(spec.entry_point, DeferredEntryPoint):
+                deferred = DeferredEntryPoint(cloudpickle.dumps(spec.entry_point))
+                spec = dataclasses.replace(spec, entry_point=deferred)
             snapshot.append(cloudpickle.dumps(spec))
         except Exception:  # such a spec is not carried (see the docstring)
             continue
@@ -37,8 +72,10 @@ def registry_snapshot() -> list[bytes]:
 
 def install_registry(snapshot: list[bytes]) -> None:
     """Adds to this process's registry every spec of `snapshot` it lacks or holds differently.
-    A spec whose entry point cannot be rebuilt here (its module does not import) is skipped:
-    making that id fails in the worker with gymnasium's own error, as it would in the caller."""
+    A spec that does not unpickle here (a string entry point's module missing) is skipped:
+    making that id fails in the worker with gymnasium's own error, as it would in the caller; a
+    deferred callable that does not unpickle fails when that id is made, naming what is
+    missing."""
     registry = gymnasium.registry
     for blob in snapshot:
         try:
