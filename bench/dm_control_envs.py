@@ -28,12 +28,11 @@ import warnings
 
 import _harness as harness
 import gymnasium
-import mujoco
+import mujoco_envs  # its clock rule and measuring loop
 import numpy as np
 
 import fastbatch
 from fastbatch import dm_control as fb_dmc
-from fastbatch import mujoco as fb_mujoco
 
 ENV_IDS = [
     "dm_control/cheetah-run-v0",
@@ -80,31 +79,8 @@ def contender(method: str, env_id: str, table: np.ndarray, threads: int, budget)
         env.reset(seed=0)
     else:
         raise ValueError(method)
-    return Clocked(method, harness.Loop(env.step, table, num_envs, budget), env.close)
-
-
-class Clocked:
-    """A contender timed with MuJoCo's profiling clock as its users have it (see above)."""
-
-    def __init__(self, method: str, loop, close) -> None:
-        self.method, self.loop, self.close = method, loop, close
-
-    @property
-    def warm(self) -> bool:
-        return self.loop.warm
-
-    def _set_clock(self) -> None:
-        mujoco.set_mjcb_time(None)  # the clock `import mujoco` installs
-        if self.method != "shimmy-sync":
-            fb_mujoco.drop_default_timer()
-
-    def warm_up(self) -> None:
-        self._set_clock()
-        self.loop.warm_up()
-
-    def rate(self) -> float:
-        self._set_clock()
-        return self.loop.rate()
+    loop = harness.Loop(env.step, table, num_envs, budget)
+    return mujoco_envs.Clocked(loop, clocked=method == "shimmy-sync", close=env.close)
 
 
 def available(method: str) -> bool:
@@ -116,20 +92,6 @@ def available(method: str) -> bool:
     except ImportError:
         return False
     return True
-
-
-def measure(env_id, methods, num_envs, threads, budget, repeats) -> dict[str, list[float]]:
-    space = fastbatch.spec(env_id).action_space
-    table = harness.action_table(space, num_envs, count=64)
-    contenders = {}
-    try:
-        for m in methods:
-            if available(m):
-                contenders[m] = contender(m, env_id, table, threads, budget)
-        return harness.interleaved(contenders, repeats)
-    finally:
-        for c in contenders.values():
-            c.close()
 
 
 def main(argv=None) -> int:
@@ -170,7 +132,9 @@ def main(argv=None) -> int:
     results = []
     for env_id in [e for e in args.envs.split(",") if e]:
         for num_envs in sizes:
-            rates = measure(env_id, methods, num_envs, args.threads, budget, args.repeats)
+            rates = mujoco_envs.measure(
+                env_id, methods, num_envs, args.threads, budget, args.repeats, contender, available
+            )
             row = {m: harness.median(r) for m, r in rates.items()}
             fb = row.get("fb-sync")
             ratios = [

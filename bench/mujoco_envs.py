@@ -58,7 +58,33 @@ METHODS = ["cpp-loop", "fb-sync", "fb-async", "fb-clock", "envpool", "gym-sync"]
 CLOCKED = ("fb-clock", "gym-sync")  # timed with the clock `import mujoco` installs
 
 
-class Contender:
+class Clocked:
+    """A timed loop run with MuJoCo's process-wide profiling clock (mjcb_time) as its users
+    have it: ``clocked`` envs (gymnasium's, shimmy's) with the clock `import mujoco` installs,
+    fastbatch's without it (fastbatch.make removes it: fastbatch.mujoco.drop_default_timer)."""
+
+    def __init__(self, loop, clocked: bool, close=lambda: None) -> None:
+        self.loop, self.clocked, self.close = loop, clocked, close
+
+    @property
+    def warm(self) -> bool:
+        return self.loop.warm
+
+    def _set_clock(self) -> None:
+        mujoco.set_mjcb_time(None)
+        if not self.clocked:
+            fb_mujoco.drop_default_timer()
+
+    def warm_up(self) -> None:
+        self._set_clock()
+        self.loop.warm_up()
+
+    def rate(self) -> float:
+        self._set_clock()
+        return self.loop.rate()
+
+
+class Contender(Clocked):
     """One method on one env, timed by the harness: `rate()` returns env steps per second of
     one timed run, with MuJoCo's profiling clock set as the method's users have it."""
 
@@ -75,7 +101,7 @@ class Contender:
             def run(steps: int) -> float:
                 return _core._native_loop_seconds(env_type, num_envs, steps, 0, threads, actions)
 
-            self.loop = harness.NativeLoop(run, num_envs, budget)
+            super().__init__(harness.NativeLoop(run, num_envs, budget), False)
             return
         rows = num_envs
         if method in ("fb-sync", "fb-clock"):
@@ -112,27 +138,9 @@ class Contender:
         else:
             raise ValueError(method)
 
-        self.loop = harness.Loop(self.step, table, rows, budget)
-
-    @property
-    def warm(self) -> bool:
-        return self.loop.warm
-
-    def _set_clock(self) -> None:
-        # Each contender runs with MuJoCo's process-wide profiling clock (mjcb_time) as its
-        # users get it: gymnasium's envs with the clock `import mujoco` installs, fastbatch's
-        # without it (fastbatch.make removes it: fastbatch.mujoco.drop_default_timer).
-        mujoco.set_mjcb_time(None)
-        if self.method not in CLOCKED:
-            fb_mujoco.drop_default_timer()
-
-    def warm_up(self) -> None:
-        self._set_clock()
-        self.loop.warm_up()
-
-    def rate(self) -> float:
-        self._set_clock()
-        return self.loop.rate()
+        super().__init__(
+            harness.Loop(self.step, table, rows, budget), method in CLOCKED, self.close
+        )
 
 
 def available(method: str) -> bool:
@@ -145,15 +153,20 @@ def available(method: str) -> bool:
     return True
 
 
-def measure(env_id, methods, num_envs, threads, budget, repeats) -> dict[str, list[float]]:
-    """Every timed rate of every contender (`repeats` each, interleaved round by round)."""
+def measure(
+    env_id, methods, num_envs, threads, budget, repeats, make=None, usable=None
+) -> dict[str, list[float]]:
+    """Every timed rate of every contender (`repeats` each, interleaved round by round):
+    ``make(method, env_id, table, threads, budget)`` builds each (`Contender` by default) of the
+    methods ``usable(method)`` allows (`available`)."""
+    make, usable = make or Contender, usable or available
     space = fastbatch.spec(env_id).action_space
     table = harness.action_table(space, num_envs, count=64)
     contenders = {}
     try:
         for m in methods:
-            if available(m):
-                contenders[m] = Contender(m, env_id, table, threads, budget)
+            if usable(m):
+                contenders[m] = make(m, env_id, table, threads, budget)
         return harness.interleaved(contenders, repeats)
     finally:
         for c in contenders.values():
