@@ -198,7 +198,9 @@ class SuiteEnv {
         keys_(Task::ObsKeys(physics_.m())),
         moves_(SortedMoves(keys_)),
         scratch_(static_cast<size_t>(ObsSize(keys_))),
-        flat_(p.Bool("flat_observation")) {
+        flat_(p.Bool("flat_observation")),
+        in_order_(flat_ || std::all_of(moves_.begin(), moves_.end(),
+                                       [](const Move& mv) { return mv.from == mv.to; })) {
     const double timestep = physics_.timestep();
     if (Task::kControlTimestep > 0) {
       const double ratio = Task::kControlTimestep / timestep;
@@ -255,8 +257,10 @@ class SuiteEnv {
   }
 
  private:
+  // Straight into the row when the keys' order is already dm_control's (flat_observation, or
+  // keys already sorted, as for most tasks); else through the scratch row, key by key.
   void WriteObs(double* obs) {
-    if (flat_) {
+    if (in_order_) {
       task_.Observe(physics_, obs);
       return;
     }
@@ -272,6 +276,7 @@ class SuiteEnv {
   std::vector<Move> moves_;
   std::vector<double> scratch_;
   bool flat_;
+  bool in_order_;
   RandomState random_;
   int n_sub_steps_ = 1;
   double step_limit_ = kInf;
