@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from fastbatch import _gl
 from tests.envs import BACKENDS, Backend
+
+# Tests draw MuJoCo frames and run TensorFlow in this one process, in whatever order they run:
+# Mesa is loaded as fastbatch loads it before any of them can (fastbatch._gl).
+_gl.isolate()
 from tests.native_builds import build_example
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # Libraries the repaired fastbatch wheel must not carry (see the module docstring).
-EXCLUDED = ("libmujoco.so.*", "libtensorflow_framework.so.2")
+EXCLUDED = ("libmujoco.so.*", "libtensorflow_framework.so.2", "libEGL_mesa.so.0")
 
 
 def run(*cmd: str) -> str:

@@ -40,7 +40,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from fastbatch import _core, _mujoco_dist
+from fastbatch import _core, _gl, _mujoco_dist
 from fastbatch._build_info import build_info, package_dir
 from fastbatch._compile import compile_shared, package_version
 from fastbatch.plugins import register_native_env
@@ -55,6 +55,7 @@ __all__ = [
     "drop_default_timer",
     "family_sources",
     "installed",
+    "isolate_gl",
     "library_path",
     "native_kwargs",
     "register",
@@ -94,6 +95,15 @@ def family_sources(folder: str, source_folder: str) -> Path:
     if installed.is_dir():
         return installed
     return Path(__file__).resolve().parents[2] / "src" / "cpp" / source_folder
+
+
+def isolate_gl() -> str:
+    """Loads Mesa's EGL so that drawing MuJoCo frames survives TensorFlow in the same process
+    (`fastbatch._gl`); `register` calls it. Call it yourself before rendering gymnasium's or
+    dm_control's MuJoCo envs in a process that imports tensorflow, if fastbatch's envs are not
+    made first. Returns what it did ("isolated", "not needed (...)", "off (...)",
+    "too late (...)")."""
+    return _gl.isolate()
 
 
 def installed() -> _mujoco_dist.MujocoInstall:
@@ -264,7 +274,7 @@ def register() -> list[str]:
 
     Idempotent and thread-safe; ``fastbatch.make`` calls it for a MuJoCo id. Afterwards
     ``fastbatch.make``, ``gymnasium.make("fastbatch/<id>")`` and ``fastbatch.list_envs()``
-    know them. It also calls `drop_default_timer`.
+    know them. It also calls `drop_default_timer` and `isolate_gl`.
 
     Returns:
         `ENV_IDS`, as a list.
@@ -274,6 +284,7 @@ def register() -> list[str]:
             built against (the message says what to install or set), or the opt-in compile
             failed.
     """
+    isolate_gl()  # before anything here can load Mesa
     with _LOCK:
         if not _registered:
             found = installed()
