@@ -31,7 +31,18 @@ Kwargs: shimmy's ``task_kwargs={"time_limit": t}`` and
 ``environment_kwargs={"flat_observation": b}`` (or ``time_limit=`` and ``flat_observation=``
 directly). Everything else is refused with a message, never ignored: ``task_kwargs["random"]``
 (seed with ``seed=``), ``control_timestep``/``n_sub_steps``/``legacy_step``, and
-``visualize_reward=True`` (it only recolours rendered frames, which these envs do not draw).
+``visualize_reward=True``.
+
+Frames (fastbatch/mujoco_render.h): ``pixels=True`` makes the observation the frame, uint8
+``(height, width, 3)``, drawn by the pool's threads after each step with MuJoCo's renderer over
+EGL (``width``, ``height``, ``camera``, or shimmy's ``render_kwargs={"height", "width",
+"camera_id"}``; defaults `PIXEL_DEFAULTS`). ``visuals="match"`` draws what dm_control's
+``physics.render(height, width, camera_id)`` draws, pixel for pixel on the same renderer;
+``visuals="fast"`` (the default with ``pixels=True``) leaves out shadows, reflections, the skybox
+and multisampling. ``render_mode="rgb_array"`` draws the same frame for ``render()``
+(``physics.render``'s defaults: 240x320 from the free camera, ``visuals="match"``). Mesa's driver
+is loaded so that it binds to its own LLVM, not TensorFlow's, so TensorFlow in the same process
+does not crash it, in either import order.
 """
 
 from __future__ import annotations
@@ -51,6 +62,7 @@ from fastbatch.registry import NativeEnvSpec
 
 __all__ = [
     "ENV_IDS",
+    "PIXEL_DEFAULTS",
     "DmControlUnavailableError",
     "native_kwargs",
     "observation_keys",
@@ -106,6 +118,10 @@ _library: list[ctypes.CDLL] = []
 # shimmy's kwargs that the native envs take, and the param each becomes.
 _TASK_KWARGS = {"time_limit": "time_limit"}
 _ENVIRONMENT_KWARGS = {"flat_observation": "flat_observation"}
+_RENDER_KWARGS = {"height": "height", "width": "width", "camera_id": "camera"}
+PIXEL_DEFAULTS = {"height": 84, "width": 84, "camera": 0, "visuals": "fast"}
+"""What ``pixels=True`` draws unless told otherwise: DrQ-v2's 84x84 frames from camera 0 (use
+``camera=2`` for quadruped, as DrQ-v2 does), with `visuals="fast"`."""
 
 
 class DmControlUnavailableError(_mujoco.MujocoUnavailableError):
@@ -287,6 +303,7 @@ def register() -> list[str]:
         DmControlUnavailableError: dm_control's files or the matching MuJoCo are missing (the
             message says what to install).
     """
+    _mujoco.isolate_gl()  # before anything here can load Mesa
     with _LOCK:
         if not _registered:
             try:
@@ -391,7 +408,33 @@ def native_kwargs(spec: NativeEnvSpec, kwargs: dict[str, Any]) -> dict[str, Any]
     if "visualize_reward" in out:
         if out.pop("visualize_reward") is not False:
             raise ValueError(
-                f"{spec.id}: visualize_reward=True only recolours rendered frames, which the "
-                f"native env does not draw; use backend='process' to render"
+                f"{spec.id}: visualize_reward=True (recolouring frames by reward) is not "
+                f"supported by the native env; use backend='process' for dm_control's own env"
             )
+    _frame_kwargs(spec, out)
     return out
+
+
+def _frame_kwargs(spec: NativeEnvSpec, out: dict[str, Any]) -> None:
+    """Maps shimmy's ``render_kwargs`` (``height``, ``width``, ``camera_id``) onto the frame
+    params, and fills the defaults of pixel observations (`PIXEL_DEFAULTS`) where
+    ``pixels=True``; frames for ``render()`` alone keep ``physics.render``'s."""
+    render_kwargs = out.pop("render_kwargs", None)
+    if render_kwargs is not None:
+        if not isinstance(render_kwargs, dict):
+            raise TypeError(
+                f"{spec.id} render_kwargs must be a dict, got {type(render_kwargs).__name__}"
+            )
+        for name, value in render_kwargs.items():
+            param = _RENDER_KWARGS.get(name)
+            if param is None:
+                raise ValueError(
+                    f"{spec.id}: render_kwargs[{name!r}] is not supported by the native env (it "
+                    f"takes {sorted(_RENDER_KWARGS)})"
+                )
+            if param in out:
+                raise ValueError(f"{spec.id}: {param!r} is given twice")
+            out[param] = value
+    if out.get("pixels"):
+        for name, value in PIXEL_DEFAULTS.items():
+            out.setdefault(name, value)

@@ -47,12 +47,15 @@ struct Finger {
         hinge_(physics.Id(mjOBJ_JOINT, "hinge")),
         hinge_dof_(physics.DofAdr("hinge")),
         cap1_(physics.Id(mjOBJ_GEOM, "cap1")),
-        target_site_(physics.Id(mjOBJ_SITE, "target")) {}
+        target_site_(physics.Id(mjOBJ_SITE, "target")),
+        tip_site_(physics.Id(mjOBJ_SITE, "tip")) {}
 
   void Initialize(Physics& physics, RandomState& random) const {
     mjModel* m = physics.mutable_m();
     if (!kTurn) {
-      m->dof_damping[hinge_dof_] = .03;  // (the site colours it also sets only draw)
+      m->site_rgba[4 * target_site_ + 3] = 0;  // hides the target and the tip (frames only)
+      m->site_rgba[4 * tip_site_ + 3] = 0;
+      m->dof_damping[hinge_dof_] = .03;
     } else {
       const double angle = random.Uniform(-kPi, kPi);
       const double hinge_x = physics.d()->xanchor[3 * hinge_];
@@ -108,7 +111,7 @@ struct Finger {
   }
 
   int proximal_, distal_, proximal_velocity_, distal_velocity_, hinge_velocity_, tip_, spinner_,
-      target_, touch_top_, touch_bottom_, hinge_, hinge_dof_, cap1_, target_site_;
+      target_, touch_top_, touch_bottom_, hinge_, hinge_dof_, cap1_, target_site_, tip_site_;
 };
 
 }  // namespace fastbatch::dm_control

@@ -16,7 +16,7 @@ struct Fish {
   static constexpr const char* kFile = "fish.xml";
   static constexpr double kTimeLimit = 40;
   static constexpr double kControlTimestep = .04;
-  static constexpr bool kPrivateModel = kSwim;
+  static constexpr bool kPrivateModel = true;  // swim moves the target, upright hides it
   static constexpr const char* kJoints[7] = {"tail1",         "tail_twist",     "tail2",
                                              "finright_roll", "finright_pitch", "finleft_roll",
                                              "finleft_pitch"};
@@ -44,6 +44,7 @@ struct Fish {
     double* qpos = physics.d()->qpos;
     for (int k = 0; k < 4; ++k) qpos[root_ + 3 + k] = quat[k] / norm;
     for (int k = 0; k < 7; ++k) qpos[joint_qpos_[k]] = random.Uniform(-.2, .2);
+    if (!kSwim) physics.mutable_m()->geom_rgba[4 * target_ + 3] = 0;  // frames only
     if (kSwim) {
       double* pos = physics.mutable_m()->geom_pos + 3 * target_;
       pos[0] = random.Uniform(-.4, .4);

@@ -113,6 +113,7 @@ class Physics {
   // `private_model`: this env gets its own copy of the model, which its task may edit.
   Physics(const std::string& file, bool private_model) {
     auto [shared, inert] = LoadModels(file);
+    shared_ = shared;
     if (private_model) {
       model_ = CopyModel(shared.get());
       inert_ = nullptr;  // the private model disables its own actuation for a moment
@@ -126,6 +127,8 @@ class Physics {
 
   const mjModel* m() const { return model_.get(); }
   mjModel* mutable_m() { return model_.get(); }  // a private model only (see the constructor)
+  // The shared model of the file (m() itself, or the one a private model was copied from).
+  const mjModel* shared_m() const { return shared_.get(); }
   mjData* d() { return data_.get(); }
   const mjData* d() const { return data_.get(); }
   double timestep() const { return model_->opt.timestep; }
@@ -218,6 +221,7 @@ class Physics {
   }
 
   ModelPtr model_;
+  ModelPtr shared_;
   ModelPtr inert_;  // the shared actuation-disabled twin, or null for a private model
   std::unique_ptr<mjData, void (*)(mjData*)> data_{nullptr, &mj_deleteData};
 };

@@ -27,8 +27,16 @@
 //
 // Observation: float64, the keys in gymnasium's Dict order (sorted by name), each flattened, as
 // FlattenObservation gives over shimmy's Dict space; with flat_observation=True, dm_control's own
-// order (shimmy then has one key, "observations"). Action: float64, dm_control's action_spec
-// (the control range of limited actuators, +-mjMAXVAL otherwise).
+// order (shimmy then has one key, "observations"). With pixels=True, the frame instead: uint8
+// (height, width, 3) from `camera`, drawn by the stepping thread (fastbatch/mujoco_render.h) after
+// the step, as dm_control's pixels wrapper renders `physics.render(height, width, camera_id)`.
+// The same frame is the env's Render (render_mode="rgb_array").
+//
+// action_repeat=k (DrQ-v2's ActionRepeatWrapper): one step applies the action for k control
+// steps, or up to the episode's end, and returns their rewards summed, each times the product of
+// the discounts before it; the observation and infos are the last control step's. The time limit
+// still counts control steps (1000 control steps are 500 steps at k=2). Action: float64,
+// dm_control's action_spec (the control range of limited actuators, +-mjMAXVAL otherwise).
 //
 // Infos: shimmy's `timestep.discount` (absent at a reset) and `timestep.step_type` (dm_env's
 // FIRST 0, MID 1, LAST 2), as float64 numbers.
@@ -50,6 +58,7 @@
 #include <vector>
 
 #include "fastbatch/env.h"
+#include "fastbatch/mujoco_render.h"
 #include "physics.h"
 #include "random_state.h"
 #include "rewards.h"
@@ -168,11 +177,19 @@ enum Axis : int { kXX = 0, kXY, kXZ, kYX, kYY, kYZ, kZX, kZY, kZZ };
 template <class Task>
 class SuiteEnv {
  public:
-  using ObsType = double;
+  using ObsType = void;  // float64, or uint8 frames with pixels=True
   using ActionType = double;
 
   static ParamList DeclareParams() {
-    return ParamList().Float("time_limit", Task::kTimeLimit, 0.0).Bool("flat_observation", false);
+    return ParamList()
+        .Float("time_limit", Task::kTimeLimit, 0.0)
+        .Bool("flat_observation", false)
+        .Bool("pixels", false)
+        .Int("height", 240, 1, Spec::kMaxFrameSide)  // physics.render's defaults
+        .Int("width", 320, 1, Spec::kMaxFrameSide)
+        .Int("camera", -1, -1)
+        .Choice("visuals", {"match", "fast"}, "match")
+        .Int("action_repeat", 1, 1, 1000);
   }
 
   static Spec MakeSpec(const Params& p) {
@@ -183,12 +200,23 @@ class SuiteEnv {
       low[k] = limited ? m->actuator_ctrlrange[2 * k] : -mjMAXVAL;
       high[k] = limited ? m->actuator_ctrlrange[2 * k + 1] : mjMAXVAL;
     }
-    (void)p;
+    if (p.Int("camera") >= m->ncam) {
+      throw std::invalid_argument(
+          std::string(Task::kId) + ": camera " + std::to_string(p.Int("camera")) +
+          " does not exist (the model has " + std::to_string(m->ncam) + "; -1 is the free camera)");
+    }
+    const int64_t height = p.Int("height"), width = p.Int("width");
     Spec spec(Task::kId);
-    spec.Observation(Box({ObsSize(Task::ObsKeys(m))}, -kInf, kInf))
-        .Action(Box({m->nu}, low, high))
+    if (p.Bool("pixels")) {
+      spec.Observation(Box<uint8_t>({height, width, 3}, 0, 255));
+    } else {
+      spec.Observation(Box<double>({ObsSize(Task::ObsKeys(m))}, -kInf, kInf));
+    }
+    spec.Action(Box<double>({m->nu}, low, high))
         .Info("timestep.discount")
-        .Info("timestep.step_type");
+        .Info("timestep.step_type")
+        .Render(static_cast<int32_t>(height), static_cast<int32_t>(width),
+                1.0 / (m->opt.timestep * SubSteps(m->opt.timestep) * p.Int("action_repeat")));
     return spec;
   }
 
@@ -200,12 +228,16 @@ class SuiteEnv {
         scratch_(static_cast<size_t>(ObsSize(keys_))),
         flat_(p.Bool("flat_observation")),
         in_order_(flat_ || std::all_of(moves_.begin(), moves_.end(),
-                                       [](const Move& mv) { return mv.from == mv.to; })) {
+                                       [](const Move& mv) { return mv.from == mv.to; })),
+        pixels_(p.Bool("pixels")),
+        action_repeat_(static_cast<int>(p.Int("action_repeat"))) {
+    frame_.height = static_cast<int>(p.Int("height"));
+    frame_.width = static_cast<int>(p.Int("width"));
+    frame_.camera = static_cast<int>(p.Int("camera"));
+    frame_.visuals = p.Choice("visuals") == "fast" ? mujoco_render::Visuals::kFast
+                                                   : mujoco_render::Visuals::kMatch;
     const double timestep = physics_.timestep();
-    if (Task::kControlTimestep > 0) {
-      const double ratio = Task::kControlTimestep / timestep;
-      n_sub_steps_ = static_cast<int>(std::lround(ratio));
-    }
+    n_sub_steps_ = SubSteps(timestep);
     const double time_limit = p.Float("time_limit");
     step_limit_ = std::isinf(time_limit) ? kInf : time_limit / (timestep * n_sub_steps_);
   }
@@ -214,7 +246,7 @@ class SuiteEnv {
   // discount (absent at a reset, where dm_env's is None).
   enum InfoRow : int { kDiscount, kStepType, kInfoRowSize };
 
-  void Reset(Rng& rng, double* obs, double* info) {
+  void Reset(Rng& rng, void* obs, double* info) {
     const RecoveredSeed seed = RecoverSeed(rng.State());
     if (seed.fresh) {
       size_t count = 4;
@@ -235,11 +267,32 @@ class SuiteEnv {
     info[kStepType] = 0;
   }
 
-  StepResult Step(const double* action, double* obs, double* info) {
+  StepResult Step(const double* action, void* obs, double* info) {
+    StepResult result = StepOnce(action, info);
+    if (action_repeat_ > 1) {  // DrQ-v2's ActionRepeatWrapper: discounted sum, up to the end
+      double reward = result.reward, discount = info[kDiscount];
+      for (int k = 1; k < action_repeat_ && !result.terminated && !result.truncated; ++k) {
+        result = StepOnce(action, info);
+        reward += result.reward * discount;
+        discount *= info[kDiscount];
+      }
+      result.reward = reward;
+    }
+    WriteObs(obs);
+    return result;
+  }
+
+  // The frame the observation holds with pixels=True (render_mode="rgb_array").
+  void Render(uint8_t* rgb) {
+    mujoco_render::Draw(physics_.m(), physics_.shared_m(), physics_.d(), frame_, rgb);
+  }
+
+ private:
+  // One control step (n_sub_steps physics steps) and its reward, discount and end.
+  StepResult StepOnce(const double* action, double* info) {
     physics_.SetControl(action);
     physics_.Step(n_sub_steps_);
     const double reward = task_.Reward(physics_);
-    WriteObs(obs);
     ++steps_;
     info[kStepType] = 2;  // LAST, unless it goes on below
     if (static_cast<double>(steps_) >= step_limit_) {
@@ -256,10 +309,23 @@ class SuiteEnv {
     return {reward, discount == 0.0, discount != 0.0};
   }
 
- private:
+  // n_sub_steps: the control timestep over the physics timestep, rounded (1 without one).
+  static int SubSteps(double timestep) {
+    if (Task::kControlTimestep <= 0) return 1;
+    return static_cast<int>(std::lround(Task::kControlTimestep / timestep));
+  }
+
+  void WriteObs(void* obs) {
+    if (pixels_) {
+      Render(static_cast<uint8_t*>(obs));
+    } else {
+      WriteState(static_cast<double*>(obs));
+    }
+  }
+
   // Straight into the row when the keys' order is already dm_control's (flat_observation, or
   // keys already sorted, as for most tasks); else through the scratch row, key by key.
-  void WriteObs(double* obs) {
+  void WriteState(double* obs) {
     if (in_order_) {
       task_.Observe(physics_, obs);
       return;
@@ -277,6 +343,9 @@ class SuiteEnv {
   std::vector<double> scratch_;
   bool flat_;
   bool in_order_;
+  bool pixels_;
+  int action_repeat_;
+  mujoco_render::FrameSpec frame_;
   RandomState random_;
   int n_sub_steps_ = 1;
   double step_limit_ = kInf;
