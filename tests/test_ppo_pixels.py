@@ -24,13 +24,15 @@ IMAGE = "_TestImage-v0"  # uint8 (channels, size, size); reward 1 for naming the
 @pytest.mark.parametrize(
     "shape, channels, expected",
     [
-        ((3, 8, 8), "auto", (8, 8, 3, True)),
-        ((10, 10, 4), "auto", (10, 10, 4, False)),
-        ((4, 84, 84), "auto", (84, 84, 4, True)),
-        ((84, 84, 4), "auto", (84, 84, 4, False)),
-        ((3, 3, 3), "auto", (3, 3, 3, False)),
-        ((10, 10, 4), "first", (10, 4, 10, True)),
-        ((3, 8, 8), "last", (3, 8, 8, False)),
+        ((3, 8, 8), "auto", (8, 8, 3, "first")),
+        ((10, 10, 4), "auto", (10, 10, 4, "last")),
+        ((4, 84, 84), "auto", (84, 84, 4, "first")),
+        ((84, 84, 4), "auto", (84, 84, 4, "last")),
+        ((3, 3, 3), "auto", (3, 3, 3, "last")),
+        ((10, 10, 4), "first", (10, 4, 10, "first")),
+        ((3, 8, 8), "last", (3, 8, 8, "last")),
+        ((3, 84, 84, 3), "auto", (84, 84, 9, "stacked_last")),  # frame_stack over RGB frames
+        ((3, 3, 84, 84), "first", (84, 84, 9, "stacked_first")),
     ],
 )
 def test_the_channel_axis_is_detected_and_overridable(shape, channels, expected):
@@ -57,6 +59,22 @@ def test_each_torso_gives_its_features_for_either_layout(kind, hwc):
     # The same weights over the channel-first copy of the same images: the same features.
     np.testing.assert_allclose(first(tf.transpose(images, [0, 3, 1, 2])), out, atol=1e-5)
     assert np.all(out.numpy() >= 0)  # ReLU features
+
+
+def test_a_stack_of_colour_frames_joins_their_channels_frame_by_frame():
+    """(k, H, W, C) frames (fastbatch's frame_stack over RGB observations) reach the torso as
+    one (H, W, k*C) image, frame 0's channels first, as DrQ stacks frames; the channel-first
+    stack (k, C, H, W) gives the same features."""
+    frames = tf.random.stateless_uniform([2, 3, 40, 40, 3], seed=[4, 5])
+    stacked = make_torso("nature", (3, 40, 40, 3), "auto", seed=1)
+    joined = make_torso("nature", (40, 40, 9), "last", seed=1)
+    nhwc = tf.reshape(tf.transpose(frames, [0, 2, 3, 1, 4]), [2, 40, 40, 9])
+    np.testing.assert_array_equal(nhwc[..., 3:6], frames[:, 1])  # frame 1's channels
+    np.testing.assert_allclose(stacked(frames), joined(nhwc), atol=1e-6)
+    first = make_torso("nature", (3, 3, 40, 40), "first", seed=1)
+    np.testing.assert_allclose(
+        first(tf.transpose(frames, [0, 1, 4, 2, 3])), joined(nhwc), atol=1e-6
+    )
 
 
 def test_auto_picks_nature_for_large_images_and_small_below():

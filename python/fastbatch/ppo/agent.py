@@ -79,13 +79,13 @@ class Agent(tf.Module):
         self.sync = sync or LocalSync()
         obs_space, act_space = env.single_observation_space, env.single_action_space
         shape = getattr(obs_space, "shape", None)
-        if not isinstance(obs_space, gymnasium.spaces.Box) or len(shape) not in (1, 3):
+        if not isinstance(obs_space, gymnasium.spaces.Box) or len(shape) not in (1, 3, 4):
             raise ValueError(
-                "PPO here takes Box observations of rank 1 (vectors) or 3 (images, channel-first "
-                f"or channel-last), got {obs_space}"
+                "PPO here takes Box observations of rank 1 (vectors), 3 (images, channel-first "
+                f"or channel-last) or 4 (stacked images), got {obs_space}"
             )
         self.obs_shape = tuple(int(d) for d in shape)
-        self.image = len(self.obs_shape) == 3
+        self.image = len(self.obs_shape) in (3, 4)
         # None: on for vectors; images are scaled inside the network instead (normalize).
         normalize = config.normalize_obs
         self.normalize_obs = (not self.image) if normalize is None else bool(normalize)

@@ -106,7 +106,8 @@ class PPOConfig:
     gru_size: int = 64
     """Units of the GRU core (policy='gru')."""
     cnn: str = "auto"
-    """The convolutional torso of image observations (rank 3; vectors take none): 'nature'
+    """The convolutional torso of image observations (rank 3, or 4 for stacked colour frames,
+    whose channels are joined; vectors take none): 'nature'
     (DQN's, as CleanRL's Atari PPO: 32-64-64 filters and a 512-unit layer), 'impala' (the
     IMPALA ResNet: 3 stages of conv, max-pool and 2 residual blocks, then 256 units), 'small'
     (the MinAtar paper's: one 3x3 conv of 16 filters and 128 units, for inputs such as 10x10),

@@ -93,6 +93,24 @@ _SMALL_PIXELS = PPOConfig(
     tf_intra_op_threads=0,  # the update's convolutions on every core
 )
 
+# DMC from pixels (DrQ-v2's environment: 84x84 RGB from camera 0, action repeat 2, 3 frames
+# stacked) on the native dm_control envs, drawn in the pool with visuals="fast"; the Nature CNN,
+# CleanRL's MuJoCo PPO update on 16 envs x 128 steps (the policy's steps; env steps are twice as
+# many with the action repeat).
+_DMC_PIXELS = _CLEANRL_MUJOCO.replace(
+    env_kwargs={"pixels": True, "action_repeat": 2, "frame_stack": 3},
+    cnn="nature",
+    policy_layers=(),
+    value_layers=(),
+    num_envs=16,
+    rollout_steps=128,
+    total_steps=250_000,
+    minibatches=8,
+    checkpoint_every=50,
+    tf_intra_op_threads=0,  # the update's convolutions on every core
+    cnn_dtype="auto",
+)
+
 # minatar asterix and space_invaders: more updates a sample, a shorter GAE horizon, a faster lr.
 _MINATAR_16_ENVS = {"num_envs": 16, "gae_lambda": 0.9, "learning_rate": 2e-3}
 
@@ -226,6 +244,11 @@ PRESETS: dict[str, PPOConfig] = {
             ("walker", "walk"),
             ("finger", "spin"),
         )
+    },
+    # dmc_pixels_*: DMC from pixels (DrQ-v2's set-up); 250k policy steps are 500k env steps.
+    **{
+        f"dmc_pixels_{domain}_{task}": _DMC_PIXELS.replace(env_id=f"dm_control/{domain}-{task}-v0")
+        for domain, task in (("cheetah", "run"), ("walker", "walk"))
     },
     # minatar_*: the MinAtar paper's network on its 10x10 frames through the process backend.
     **{

@@ -3,7 +3,8 @@ core (core.py), which then reads features as it reads a vector observation.
 
 A torso takes float images ``[B, *obs_shape]`` in the env's layout (already scaled: x/255 for
 uint8, 0/1 for bool, see `Agent.normalize`) and returns ``[B, feature_size]``. Channel-first
-images are transposed to TensorFlow's NHWC inside, so the env's layout never matters outside.
+images are transposed to TensorFlow's NHWC inside (a stack of colour frames, rank 4, with its
+frames' channels joined), so the env's layout never matters outside.
 Weights are orthogonal with gain sqrt(2) and zero biases, as CleanRL's ``layer_init`` does.
 A torso computes in its ``dtype``: float32, or bfloat16 (``cnn_dtype``), where the images and
 each weight are cast to bfloat16 at the call and the features cast back to float32: the
@@ -58,15 +59,34 @@ def resolve_dtype(name: str) -> tf.DType:
     return tf.dtypes.as_dtype(name)
 
 
-def image_layout(shape: tuple[int, ...], channels: str) -> tuple[int, int, int, bool]:
-    """(height, width, channels, channels_first) of an image observation of `shape` (rank 3);
-    ``channels`` "first", "last" or "auto" (the shorter of the first and last axes; ties: last)."""
+def image_layout(shape: tuple[int, ...], channels: str) -> tuple[int, int, int, str]:
+    """(height, width, channels, layout) of an image observation of `shape`: rank 3, or rank 4
+    for a stack of frames (fastbatch's ``frame_stack`` over colour frames: ``(k, H, W, C)``, or
+    ``(k, C, H, W)`` with ``channels="first"``), whose frames' channels are then joined, frame
+    after frame, as DrQ stacks them. ``channels`` "first", "last" or "auto" (rank 3: the shorter of
+    the first and last axes, ties last; rank 4: last). ``layout`` is "first", "last",
+    "stacked_first" or "stacked_last"."""
+    if len(shape) == 4:
+        if channels == "first":
+            return shape[2], shape[3], shape[0] * shape[1], "stacked_first"
+        return shape[1], shape[2], shape[0] * shape[3], "stacked_last"
     if len(shape) != 3:
-        raise ValueError(f"an image observation has rank 3, got shape {shape}")
+        raise ValueError(f"an image observation has rank 3 (or 4, stacked frames), got {shape}")
     first = channels == "first" or (channels == "auto" and shape[0] < shape[2])
     if first:
-        return shape[1], shape[2], shape[0], True
-    return shape[0], shape[1], shape[2], False
+        return shape[1], shape[2], shape[0], "first"
+    return shape[0], shape[1], shape[2], "last"
+
+
+def _nhwc(images, layout: str, channels: int):
+    """`images` (a batch) as NHWC, with a stack's frames' channels joined."""
+    if layout == "first":
+        return tf.transpose(images, [0, 2, 3, 1])
+    if layout == "last":
+        return images
+    order = [0, 3, 4, 1, 2] if layout == "stacked_first" else [0, 2, 3, 1, 4]
+    x = tf.transpose(images, order)  # N, H, W, k, C
+    return tf.reshape(x, tf.concat([tf.shape(x)[:3], [channels]], 0))
 
 
 class _Conv(tf.Module):
@@ -98,11 +118,11 @@ class _Torso(tf.Module):
 
     def __init__(self, layout, name, dtype=tf.float32):
         super().__init__(name=name)
-        self.height, self.width, self.channels, self.channels_first = layout
+        self.height, self.width, self.channels, self.layout = layout
         self.dtype = tf.dtypes.as_dtype(dtype)
 
     def __call__(self, images):
-        x = tf.transpose(images, [0, 2, 3, 1]) if self.channels_first else images
+        x = _nhwc(images, self.layout, self.channels)
         return tf.cast(self._features(tf.cast(x, self.dtype)), tf.float32)
 
 
