@@ -18,6 +18,12 @@ actions:
   envpool      EnvPool's pixel env of the task (``from_pixels=True``), if the installed EnvPool
                has them and they start here; its failure is reported instead
 
+Every renderer in the run has the same llvmpipe threads: fastbatch's default LP_NUM_THREADS=0
+(fastbatch._gl sets it before any display is made; a frame is drawn on the thread that asks for
+it), the fastest setting for both fast contenders here (shimmy-fast drew 1.6-2x more frames/s
+with it than with Mesa's default of a rasterizer thread per core). The match contenders draw
+faster with Mesa's threads: ``LP_NUM_THREADS=2 python bench/pixels.py`` measures them so.
+
 Figures are frames per second (env steps x N per second), the median over `--repeats` rounds;
 each round times every contender once in turn for `--budget` seconds (bench/_harness.py).
 Printed ratios: fb-fast over shimmy-fast, and fb-match over shimmy-match. The JSON keeps every
@@ -27,20 +33,23 @@ run.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import warnings
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+from fastbatch import mujoco as fb_mujoco
 
-import _harness as harness
-import dm_control_envs
-import gymnasium
-import mujoco_envs  # its clock rule and measuring loop
-import numpy as np
+# Before `import mujoco` (below) can load Mesa's EGL: fastbatch loads it first (fastbatch._gl),
+# and sets MUJOCO_GL=egl on a machine without a display.
+fb_mujoco.isolate_gl()
 
-import fastbatch
-from fastbatch import dm_control as fb_dmc
+import _harness as harness  # noqa: E402
+import dm_control_envs  # noqa: E402
+import gymnasium  # noqa: E402
+import mujoco_envs  # noqa: E402  (its clock rule and measuring loop)
+import numpy as np  # noqa: E402
+
+import fastbatch  # noqa: E402
+from fastbatch import dm_control as fb_dmc  # noqa: E402
 
 METHODS = ["fb-fast", "fb-match", "shimmy-fast", "shimmy-match", "envpool"]
 SIZE = 84
@@ -120,6 +129,12 @@ def envpool_starts(env_id: str) -> str | None:
     may crash the process that tries, so a child tries)."""
     import subprocess
 
+    import envpool
+
+    keys = envpool.make_spec(dm_control_envs.envpool_id(env_id))._config_keys
+    if "from_pixels" not in keys:
+        version = harness.package_version("envpool")
+        return f"EnvPool {version}'s {dm_control_envs.envpool_id(env_id)} has no pixel options"
     code = (
         "import envpool, numpy as np\n"
         f"e = envpool.make({dm_control_envs.envpool_id(env_id)!r}, env_type='gymnasium', "

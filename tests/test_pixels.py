@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -268,3 +269,35 @@ def test_rendering_set_up_is_reported():
     done = _run(refused, MUJOCO_GL="osmesa")
     assert "refused:" in done.stdout and "MUJOCO_GL=osmesa" in done.stdout, done.stderr[-2000:]
     assert "set MUJOCO_GL=egl" in done.stdout
+
+
+def test_the_pixel_benchmark_runs(tmp_path):
+    """bench/pixels.py (its figures are in bench/README.md): one short round of fastbatch's
+    and shimmy's contenders, written to its JSON; EnvPool reported as not run where it has no
+    pixel envs."""
+    out = tmp_path / "pixels.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "bench/pixels.py",
+            "--num-envs",
+            "2",
+            "--repeats",
+            "1",
+            "--budget",
+            "0.05",
+            "--methods",
+            "fb-fast,shimmy-fast,envpool",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    rates = result["results"][0]["median"]
+    assert rates["fb-fast"] > 0 and rates["shimmy-fast"] > 0
+    assert "envpool" in rates or "envpool" in result["meta"]["not_run"]
