@@ -129,9 +129,9 @@ class FloatFrames(gymnasium.ObservationWrapper):
 
         super().__init__(env)
         space = env.observation_space
-        height, width, channels, first = image_layout(space.shape, "auto")
+        height, width, channels, layout = image_layout(space.shape, "auto")
         self._scale = 1 / 255 if space.dtype == np.uint8 else 1.0
-        self._axes = None if first else (2, 0, 1)
+        self._axes = None if layout == "first" else (2, 0, 1)
         self.observation_space = gymnasium.spaces.Box(
             0.0, 1.0, (channels, height, width), np.float32
         )

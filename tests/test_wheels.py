@@ -60,10 +60,14 @@ def test_the_fastbatch_wheel_holds_its_libraries_and_links_mujoco_and_tensorflow
     libraries = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.so*"))
     assert [lib for lib in libraries if not lib.startswith("fastbatch/_core.")] == [
         "fastbatch/fastbatch_dm_control.so",
+        "fastbatch/fastbatch_gl_shim.so",
         "fastbatch/fastbatch_mujoco.so",
         "fastbatch/fastbatch_tf_op.so",
     ], libraries
-    assert not any("libmujoco" in lib or "tensorflow" in lib for lib in libraries)
+    assert not any("libmujoco" in lib or "tensorflow" in lib or "EGL" in lib for lib in libraries)
+    # The shim names the system's Mesa EGL by soname (fastbatch._gl); the wheel carries no Mesa.
+    needed, runpath, _ = dynamic_facts(root / "fastbatch" / "fastbatch_gl_shim.so")
+    assert "libEGL_mesa.so.0" in needed and runpath == []
     built = (root / "fastbatch" / "_build_info.json").read_text()
     assert f'"mujoco": "{build_info()["mujoco"]}"' in built and '"tf_op": true' in built
     for family in ("fastbatch_mujoco.so", "fastbatch_dm_control.so"):
