@@ -17,10 +17,10 @@ which load EGL through PyOpenGL. Without Mesa (a GPU vendor's EGL, which has no 
 nothing to isolate.
 
 `fastbatch.mujoco.register` and `fastbatch.dm_control.register` call it, so it runs before
-fastbatch draws a MuJoCo frame. On a machine without a display it also sets ``MUJOCO_GL=egl``
-unless set, so gymnasium's and dm_control's renderers (GLFW by default) work headless; and it
-sets ``LP_NUM_THREADS=0`` unless set, so llvmpipe draws each frame on the thread that asks for it
-(the pool's threads are the parallelism). ``FASTBATCH_GL_ISOLATE=0`` turns it off. A sanitizer build skips
+fastbatch draws a MuJoCo frame. Where drawing is then safe (isolated, or no Mesa) it also sets,
+unless set: ``MUJOCO_GL=egl`` on a machine without a display, so gymnasium's and dm_control's
+renderers (GLFW by default) work headless; and ``LP_NUM_THREADS=0``, so llvmpipe draws each frame
+on the thread that asks for it (the pool's threads are the parallelism). ``FASTBATCH_GL_ISOLATE=0`` turns it off. A sanitizer build skips
 it (AddressSanitizer refuses ``RTLD_DEEPBIND``).
 """
 
@@ -66,6 +66,18 @@ def state() -> str:
 
 
 def _isolate() -> str:
+    if not sys.platform.startswith("linux"):
+        return "not needed (not Linux)"
+    state = _load_shim()
+    if state == "isolated" or state.startswith("not needed"):
+        # Only where drawing is safe: with the isolation off (a sanitizer build, or
+        # FASTBATCH_GL_ISOLATE=0), MUJOCO_GL=egl would make a later `import mujoco` load Mesa
+        # unisolated beside TensorFlow.
+        _set_defaults()
+    return state
+
+
+def _set_defaults() -> None:
     # llvmpipe's own rasterizer threads (one per core by default) compete with the pool's
     # threads, which already draw one frame each: measured in bench/README.md ("DMC from
     # pixels"), fast frames at 32 envs went from 1.1k to 2.5k frames/s on 2 cores without them.
@@ -74,8 +86,9 @@ def _isolate() -> str:
         # Headless: MuJoCo's Python renderers (gymnasium's, dm_control's) default to GLFW, which
         # needs a display; EGL needs none.
         os.environ.setdefault("MUJOCO_GL", "egl")
-    if not sys.platform.startswith("linux"):
-        return "not needed (not Linux)"
+
+
+def _load_shim() -> str:
     if os.environ.get("FASTBATCH_GL_ISOLATE") == "0":
         return "off (FASTBATCH_GL_ISOLATE=0)"
     if build_info().get("sanitize") or "san" in os.environ.get("LD_PRELOAD", ""):
@@ -90,7 +103,7 @@ def _isolate() -> str:
             "fastbatch's MuJoCo envs (fastbatch.make) before anything that renders, or call "
             "fastbatch.mujoco.isolate_gl() first",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
         return "too late (Mesa's EGL was already loaded)"
     try:
