@@ -250,14 +250,14 @@ def test_rendering_set_up_is_reported():
         import os, fastbatch
         fastbatch.make("dm_control/cheetah-run-v0", 1)
         from fastbatch import _gl
-        print(os.environ.get("MUJOCO_GL"), _gl.state())
+        print(os.environ.get("MUJOCO_GL"), os.environ.get("LP_NUM_THREADS"), _gl.state())
     """
-    done = _run(code, MUJOCO_GL=None, DISPLAY=None, WAYLAND_DISPLAY=None)
+    done = _run(code, MUJOCO_GL=None, DISPLAY=None, WAYLAND_DISPLAY=None, LP_NUM_THREADS=None)
     assert done.returncode == 0, done.stderr[-3000:]
-    gl, state = done.stdout.split(maxsplit=1)
-    assert gl == "egl" and not state.startswith("off")
+    gl, lp_threads, state = done.stdout.split(maxsplit=2)
+    assert gl == "egl" and lp_threads == "0" and not state.startswith("off")
     done = _run(code, FASTBATCH_GL_ISOLATE="0")
-    assert done.stdout.split(maxsplit=1)[1].strip() == "off (FASTBATCH_GL_ISOLATE=0)"
+    assert done.stdout.split(maxsplit=2)[2].strip() == "off (FASTBATCH_GL_ISOLATE=0)"
     refused = """
         import fastbatch
         env = fastbatch.make("dm_control/cheetah-run-v0", 1, pixels=True)
@@ -269,6 +269,22 @@ def test_rendering_set_up_is_reported():
     done = _run(refused, MUJOCO_GL="osmesa")
     assert "refused:" in done.stdout and "MUJOCO_GL=osmesa" in done.stdout, done.stderr[-2000:]
     assert "set MUJOCO_GL=egl" in done.stdout
+
+
+def test_mujoco_v5_frames_beside_tensorflow_headless():
+    """A native MuJoCo v5 env drawn by gymnasium's renderer (what `fastbatch eval --video`
+    records) in a process that imported TensorFlow first, with no display and MUJOCO_GL unset."""
+    pytest.importorskip("tensorflow")
+    code = """
+        import tensorflow, fastbatch
+        env = fastbatch.make("HalfCheetah-v5", 1, render_mode="rgb_array")
+        env.reset(seed=0)
+        frame = env.render()[0]
+        print(frame.shape, frame.std() > 0)
+    """
+    done = _run(code, MUJOCO_GL=None, DISPLAY=None, WAYLAND_DISPLAY=None)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "(480, 480, 3) True"
 
 
 def test_the_pixel_benchmark_runs(tmp_path):
