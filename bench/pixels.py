@@ -1,8 +1,10 @@
 """DMC from pixels: frames per second against batch size, fastbatch's pool drawing frames against
-gymnasium over shimmy (dm_control's own renderer) and EnvPool's pixel envs, one run.
+gymnasium over shimmy (dm_control's own renderer) and EnvPool's pixel envs, one run; or the same
+for a MuJoCo v5 env against gymnasium's own renderer.
 
     python bench/pixels.py                                   # cheetah-run, 1/8/32 envs, 2 threads
     python bench/pixels.py --num-envs 8 --threads 1 --methods fb-fast   # frames/s on one core
+    python bench/pixels.py --env HalfCheetah-v5              # fb-* against gym-*
 
 Contenders (columns), all drawing 84x84 RGB frames from camera 0 with MUJOCO_GL=egl (Mesa's
 llvmpipe on a CPU), one frame per env step, stepping the same pre-drawn table of uniform random
@@ -17,6 +19,12 @@ actions:
   shimmy-match the same with dm_control's default visuals
   envpool      EnvPool's pixel env of the task (``from_pixels=True``), if the installed EnvPool
                has them and they start here; its failure is reported instead
+For a MuJoCo v5 id (frames from its "track" camera), the peers are gymnasium's own envs:
+  gym-fast     SyncVectorEnv over gymnasium.make(id, render_mode="rgb_array", width, height,
+               camera_name="track"): every env stepped, then every env's render() (its GL context
+               made current first), with the lean visuals of fb-fast (the viewer's scene flags,
+               the model's offsamples set to 0)
+  gym-match    the same with gymnasium's default visuals
 
 Every renderer in the run has the same llvmpipe threads: fastbatch's default LP_NUM_THREADS=0
 (fastbatch._gl sets it before any display is made; a frame is drawn on the thread that asks for
@@ -52,6 +60,7 @@ import fastbatch  # noqa: E402
 from fastbatch import dm_control as fb_dmc  # noqa: E402
 
 METHODS = ["fb-fast", "fb-match", "shimmy-fast", "shimmy-match", "envpool"]
+METHODS_V5 = ["fb-fast", "fb-match", "gym-fast", "gym-match"]
 SIZE = 84
 LEAN = {"shadow": False, "reflection": False, "skybox": False}
 
@@ -81,9 +90,40 @@ class _Shimmy:
         self.env.call("render")
 
 
+class _Gym:
+    """gymnasium's own MuJoCo v5 envs stepped by SyncVectorEnv, then each env's frame drawn."""
+
+    def __init__(self, env_id: str, num_envs: int, lean: bool) -> None:
+        import mujoco
+
+        def factory():
+            env = gymnasium.make(
+                env_id, render_mode="rgb_array", width=SIZE, height=SIZE, camera_name="track"
+            )
+            if lean:  # before the first frame makes the render context
+                env.unwrapped.model.vis.quality.offsamples = 0
+            return env
+
+        self.env = gymnasium.vector.SyncVectorEnv([factory] * num_envs)
+        self.env.reset(seed=0)
+        self.viewers = [e.unwrapped.mujoco_renderer._get_viewer("rgb_array") for e in self.env.envs]
+        if lean:
+            for viewer in self.viewers:
+                for flag in ("mjRND_SHADOW", "mjRND_REFLECTION", "mjRND_SKYBOX"):
+                    viewer.scn.flags[getattr(mujoco.mjtRndFlag, flag)] = 0
+        self.close = self.env.close
+
+    def step(self, actions: np.ndarray) -> None:
+        self.env.step(actions)
+        for env, viewer in zip(self.env.envs, self.viewers, strict=True):
+            viewer.make_context_current()  # gymnasium draws in whatever context is current
+            env.render()
+
+
 def contender(method: str, env_id: str, table: np.ndarray, threads: int, budget):
     num_envs = table.shape[1]
     if method in ("fb-fast", "fb-match"):
+        camera = {"camera": 0} if env_id.startswith("dm_control/") else {"camera_name": "track"}
         env = fastbatch.make(
             env_id,
             num_envs,
@@ -92,8 +132,8 @@ def contender(method: str, env_id: str, table: np.ndarray, threads: int, budget)
             pixels=True,
             height=SIZE,
             width=SIZE,
-            camera=0,
             visuals=method.removeprefix("fb-"),
+            **camera,
         )
         env.reset()
         step, close = env.step, env.close
@@ -118,10 +158,13 @@ def contender(method: str, env_id: str, table: np.ndarray, threads: int, budget)
     elif method in ("shimmy-fast", "shimmy-match"):
         env = _Shimmy(env_id, num_envs, lean=method == "shimmy-fast")
         step, close = env.step, env.close
+    elif method in ("gym-fast", "gym-match"):
+        env = _Gym(env_id, num_envs, lean=method == "gym-fast")
+        step, close = env.step, env.close
     else:
         raise ValueError(method)
     loop = harness.Loop(step, table, num_envs, budget)
-    return mujoco_envs.Clocked(loop, clocked=method.startswith("shimmy"), close=close)
+    return mujoco_envs.Clocked(loop, clocked=method.startswith(("shimmy", "gym")), close=close)
 
 
 def envpool_starts(env_id: str) -> str | None:
@@ -158,7 +201,7 @@ def main(argv=None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--env", default="dm_control/cheetah-run-v0")
-    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--methods", help="default: by the env's family (see above)")
     parser.add_argument("--num-envs", default="1,8,32", help="comma-separated batch sizes")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3, help="rounds (medians are reported)")
@@ -166,10 +209,15 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default="bench/results/pixels.json")
     args = parser.parse_args(argv)
     fb_dmc.register()
-    methods = [m for m in args.methods.split(",") if m]
+    dmc = args.env.startswith("dm_control/")
+    peer = "shimmy" if dmc else "gym"
+    methods = [
+        m for m in (args.methods or ",".join(METHODS if dmc else METHODS_V5)).split(",") if m
+    ]
     skipped = {}
     if "envpool" in methods:
-        why = "not installed" if not dm_control_envs.available("envpool") else None
+        why = None if dmc else "measured here for dm_control ids only"
+        why = why or ("not installed" if not dm_control_envs.available("envpool") else None)
         why = why or envpool_starts(args.env)
         if why is not None:
             skipped["envpool"] = why
@@ -186,7 +234,7 @@ def main(argv=None) -> int:
         budget_s=args.budget,
         stat="median",
     )
-    names = ("fast/shimmy", "match/shimmy")
+    names = (f"fast/{peer}", f"match/{peer}")
     table = harness.Table(("N", 4), *((m, 13) for m in methods), *((n, 13) for n in names))
     print(run.header())
     print(
@@ -212,8 +260,8 @@ def main(argv=None) -> int:
         )
         row = {m: harness.median(r) for m, r in rates.items()}
         ratios = [
-            harness.format_ratio(row.get("fb-fast"), row.get("shimmy-fast")),
-            harness.format_ratio(row.get("fb-match"), row.get("shimmy-match")),
+            harness.format_ratio(row.get("fb-fast"), row.get(f"{peer}-fast")),
+            harness.format_ratio(row.get("fb-match"), row.get(f"{peer}-match")),
         ]
         cells = [harness.format_rate(row.get(m)) for m in methods]
         print(table.row(str(num_envs), *cells, *ratios), flush=True)

@@ -188,9 +188,10 @@ def test_make_runs_the_prebuilt_envs_with_no_compiler_and_writes_no_cache(tmp_pa
     assert list(tmp_path.iterdir()) == []
 
 
-def test_without_a_rendering_stack_the_envs_step_and_rendering_says_what_to_install(monkeypatch):
-    """mujoco-core alone brings no glfw, which gymnasium's MuJoCo renderer imports: make still
-    works, with no render modes, and asking to render names what to install."""
+def test_frames_need_no_python_renderer(monkeypatch):
+    """mujoco-core alone brings no glfw, which gymnasium's MuJoCo renderer imports: the native
+    envs draw themselves (src/cpp/mujoco/frames.h), so make with render_mode="rgb_array" neither
+    loads gymnasium's env nor needs its renderer. (Drawing: tests/test_pixels_mujoco.py.)"""
     import gymnasium
 
     import fastbatch
@@ -199,8 +200,10 @@ def test_without_a_rendering_stack_the_envs_step_and_rendering_says_what_to_inst
         raise ModuleNotFoundError("No module named 'glfw'")
 
     monkeypatch.setattr(gymnasium.envs.registration, "load_env_creator", no_glfw)
-    env = fastbatch.make("Hopper-v5", 2, seed=0)
-    assert env.metadata["render_modes"] == []
-    env.close()
-    with pytest.raises(ImportError, match=r"glfw.*pip install 'gymnasium\[mujoco\]'"):
-        fastbatch.make("Hopper-v5", 2, render_mode="rgb_array")
+    env = fastbatch.make("Hopper-v5", 2, seed=0, render_mode="rgb_array", width=32, height=24)
+    try:
+        assert env.metadata["render_modes"] == ["rgb_array"] and env.render_mode == "rgb_array"
+        assert env.metadata["render_fps"] == 125
+        env.reset(seed=0)
+    finally:
+        env.close()

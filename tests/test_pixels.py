@@ -10,7 +10,6 @@ keeps Mesa's LLVM apart from TensorFlow's.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import subprocess
@@ -27,19 +26,11 @@ import gymnasium
 
 import fastbatch
 from fastbatch import dm_control as fb_dmc
-
-
-def _has_egl() -> bool:
-    try:
-        ctypes.CDLL("libEGL.so.1")
-    except OSError:
-        return False
-    return True
-
+from tests.egl import has_egl
 
 pytestmark = [
     pytest.mark.no_sanitizer,
-    pytest.mark.skipif(not _has_egl(), reason="no EGL on this machine (libEGL.so.1)"),
+    pytest.mark.skipif(not has_egl(), reason="no EGL on this machine (libEGL.so.1)"),
 ]
 
 CHEETAH = "dm_control/cheetah-run-v0"

@@ -25,7 +25,17 @@ compiler's output).
 Kwargs are gymnasium's v5 kwargs, checked as typed params (``ValueError``/``TypeError`` naming
 the param). A ``(low, high)`` range kwarg such as ``healthy_z_range`` becomes two params,
 ``healthy_z_range_low`` and ``healthy_z_range_high``; ``make`` accepts either spelling.
-``xml_file`` and the rendering kwargs are not supported.
+``xml_file``, ``default_camera_config``, ``visual_options`` and ``max_geom`` are not supported.
+
+Frames: every env draws itself in the pool's threads over EGL (``fastbatch/mujoco_render.h``,
+``src/cpp/mujoco/frames.h``), as gymnasium's renderer draws its twin in ``rgb_array`` mode:
+``width`` and ``height`` (480); ``camera`` or gymnasium's ``camera_id`` (-1, the default: the
+free camera, placed as gymnasium places it at the first frame) or ``camera_name`` (e.g.
+``"track"``, which follows the body; the default before gymnasium 1.4, and with pixels); and
+``visuals="match"`` (gymnasium's frame pixel for pixel on the same renderer) or
+``"fast"`` (no shadows, reflections, skybox or multisampling). ``render_mode="rgb_array"`` gives
+``render()`` those frames; ``pixels=True`` makes them the observation, uint8 ``(height, width,
+3)``, with the defaults `PIXEL_DEFAULTS`.
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ from fastbatch.registry import NativeEnvSpec
 __all__ = [
     "ENV_IDS",
     "MIN_MUJOCO",
+    "PIXEL_DEFAULTS",
     "MujocoUnavailableError",
     "build",
     "compile_family",
@@ -75,6 +86,9 @@ ENV_IDS = (
     "Walker2d-v5",
 )
 """The ids of the native MuJoCo envs: gymnasium's v5 ids (also ``fastbatch/<id>``)."""
+PIXEL_DEFAULTS = {"height": 84, "width": 84, "visuals": "fast"}
+"""What ``pixels=True`` draws unless told otherwise: 84x84 frames with ``visuals="fast"``, from
+the model's "track" camera (which follows the body) where it has one, else the free camera."""
 MIN_MUJOCO = (3, 0)  # the oldest MuJoCo the opt-in compile on first use takes
 _EXTRA = "pip install 'fastbatch[mujoco]'"
 _OPT_IN = "FASTBATCH_MUJOCO_BUILD"  # "1": compile the envs against the installed MuJoCo
@@ -301,8 +315,8 @@ def register() -> list[str]:
                     f"mujoco {version} is installed: {_EXTRA} (or delete that file to rebuild)"
                 )
             library.fastbatch_mujoco_set_assets(str(_assets()).encode())
-            for env_id in ENV_IDS:  # each drawn by gymnasium's renderer of the same id
-                register_native_env(env_id, path, replace=True, renderer=env_id)
+            for env_id in ENV_IDS:  # each draws itself (frames.h)
+                register_native_env(env_id, path, replace=True)
             _library.append(library)
             _registered.extend(ENV_IDS)
         drop_default_timer()
@@ -335,8 +349,18 @@ def drop_default_timer() -> bool:
     return True
 
 
+def _gymnasium_draws_track() -> bool:
+    """Whether the installed gymnasium draws its MuJoCo envs from their "track" camera by default
+    (before 1.4; since 1.4 from the free camera)."""
+    version = importlib.metadata.version("gymnasium").split(".")
+    return tuple(int(p) for p in version[:2] if p.isdigit()) < (1, 4)
+
+
 def native_kwargs(spec: NativeEnvSpec, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` with each ``(low, high)`` range kwarg of gymnasium split into two params.
+    """``kwargs`` with each ``(low, high)`` range kwarg of gymnasium split into two params,
+    gymnasium's ``camera_id`` as the ``camera`` param, `PIXEL_DEFAULTS` filled in where
+    ``pixels=True``, and the "track" camera chosen where no camera is given and either pixels
+    are observed or the installed gymnasium draws from it by default (before 1.4).
 
     ``healthy_z_range=(a, b)`` becomes the env's ``healthy_z_range_low`` and
     ``healthy_z_range_high``; other kwargs pass unchanged.
@@ -350,10 +374,23 @@ def native_kwargs(spec: NativeEnvSpec, kwargs: dict[str, Any]) -> dict[str, Any]
 
     Raises:
         ValueError: A range value that is not two numbers with low <= high (naming the env
-            and the kwarg).
+            and the kwarg), or ``camera`` and ``camera_id`` both given.
     """
     params = spec.params
-    out = dict(kwargs)
+    out = {
+        k: v for k, v in kwargs.items() if k not in ("camera_id", "camera_name") or v is not None
+    }
+    if "camera_id" in out:
+        if "camera" in out:
+            raise ValueError(f"{spec.id}: give camera or camera_id (the same param), not both")
+        out["camera"] = out.pop("camera_id")
+    if out.get("pixels"):
+        for name, value in PIXEL_DEFAULTS.items():
+            out.setdefault(name, value)
+    if "camera" not in out and "camera_name" not in out:
+        tracked = "track" in spec.param_info["camera_name"].choices
+        if tracked and (out.get("pixels") or _gymnasium_draws_track()):
+            out["camera_name"] = "track"
     for name, value in kwargs.items():
         if name in params or f"{name}_low" not in params:
             continue

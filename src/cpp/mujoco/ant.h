@@ -21,7 +21,8 @@ class Ant {
   using ObsType = double;
   using ActionType = float;
   static constexpr const char* kFile = "ant.xml";
-  static constexpr int64_t kStateSize = 29;  // nq 15 + nv 14
+  static constexpr int64_t kStateSize = 29;    // nq 15 + nv 14
+  static constexpr CameraConfig kCamera{4.0};  // DEFAULT_CAMERA_CONFIG
 
   enum InfoRow : int {
     kXPosition,
@@ -131,6 +132,8 @@ class Ant {
   }
 
   void GetState(double* out) const { sim_.GetState(out); }
+  Sim& sim() { return sim_; }  // for drawing (frames.h)
+  const Sim& sim() const { return sim_; }
 
  private:
   bool Healthy() const {

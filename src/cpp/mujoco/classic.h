@@ -31,6 +31,7 @@ class InvertedPendulum {
   using ActionType = float;
   static constexpr const char* kFile = "inverted_pendulum.xml";
   static constexpr int64_t kStateSize = 4;
+  static constexpr CameraConfig kCamera{2.04};  // DEFAULT_CAMERA_CONFIG
 
   enum InfoRow : int { kRewardSurvive, kInfoRowSize };
   static constexpr InfoEntry kInfos[] = {{kRewardSurvive, "reward_survive"}};
@@ -71,6 +72,8 @@ class InvertedPendulum {
     return {info[kRewardSurvive], terminated};
   }
   void GetState(double* out) const { sim_.GetState(out); }
+  Sim& sim() { return sim_; }  // for drawing (frames.h)
+  const Sim& sim() const { return sim_; }
 
  private:
   Sim sim_;
@@ -83,6 +86,8 @@ class InvertedDoublePendulum {
   using ActionType = float;
   static constexpr const char* kFile = "inverted_double_pendulum.xml";
   static constexpr int64_t kStateSize = 6;
+  // gymnasium defines a DEFAULT_CAMERA_CONFIG for this env but passes None: none applies.
+  static constexpr CameraConfig kCamera{};
 
   enum InfoRow : int { kRewardSurvive, kDistancePenalty, kVelocityPenalty, kInfoRowSize };
   static constexpr InfoEntry kInfos[] = {
@@ -136,6 +141,8 @@ class InvertedDoublePendulum {
     return {alive - dist_penalty - vel_penalty, terminated};
   }
   void GetState(double* out) const { sim_.GetState(out); }
+  Sim& sim() { return sim_; }  // for drawing (frames.h)
+  const Sim& sim() const { return sim_; }
 
  private:
   void WriteObs(double* obs) const {
@@ -159,6 +166,7 @@ class Reacher {
   using ActionType = float;
   static constexpr const char* kFile = "reacher.xml";
   static constexpr int64_t kStateSize = 8;
+  static constexpr CameraConfig kCamera{};  // DEFAULT_CAMERA_CONFIG
 
   enum InfoRow : int { kRewardDist, kRewardCtrl, kInfoRowSize };
   static constexpr InfoEntry kInfos[] = {
@@ -216,6 +224,8 @@ class Reacher {
     return {dist + static_cast<double>(ctrl), false};
   }
   void GetState(double* out) const { sim_.GetState(out); }
+  Sim& sim() { return sim_; }  // for drawing (frames.h)
+  const Sim& sim() const { return sim_; }
 
  private:
   void WriteObs(double* obs) const {
@@ -244,6 +254,7 @@ class Pusher {
   using ActionType = float;
   static constexpr const char* kFile = "pusher_v5.xml";
   static constexpr int64_t kStateSize = 22;
+  static constexpr CameraConfig kCamera{4.0};  // DEFAULT_CAMERA_CONFIG
 
   enum InfoRow : int { kRewardDist, kRewardCtrl, kRewardNear, kInfoRowSize };
   static constexpr InfoEntry kInfos[] = {
@@ -309,6 +320,8 @@ class Pusher {
     return {dist + static_cast<double>(ctrl) + near, false};
   }
   void GetState(double* out) const { sim_.GetState(out); }
+  Sim& sim() { return sim_; }  // for drawing (frames.h)
+  const Sim& sim() const { return sim_; }
 
  private:
   void WriteObs(double* obs) const {

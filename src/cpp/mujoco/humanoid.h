@@ -87,6 +87,8 @@ class HumanoidBase {
   using ActionType = float;
   static constexpr const char* kFile = kStandup ? "humanoidstandup.xml" : "humanoid.xml";
   static constexpr int64_t kStateSize = 47;  // nq 24 + nv 23
+  static constexpr CameraConfig kCamera{
+      4.0, {0.0, 0.0, kStandup ? 0.8925 : 2.0}, -20.0};  // DEFAULT_CAMERA_CONFIG
   // The info row's layout: Reset and Step write at Row's offsets.
   using Row = std::conditional_t<kStandup, HumanoidStandupInfos, HumanoidInfos>;
 
@@ -215,6 +217,8 @@ class HumanoidBase {
   }
 
   void GetState(double* out) const { sim_.GetState(out); }
+  Sim& sim() { return sim_; }  // for drawing (frames.h)
+  const Sim& sim() const { return sim_; }
 
  private:
   // The tendon infos are declared kHumanoidTendons long; `model` must have that many tendons.

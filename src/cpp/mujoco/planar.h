@@ -19,7 +19,8 @@ class HalfCheetah {
   using ObsType = double;
   using ActionType = float;
   static constexpr const char* kFile = "half_cheetah.xml";
-  static constexpr int64_t kStateSize = 18;  // nq 9 + nv 9
+  static constexpr int64_t kStateSize = 18;    // nq 9 + nv 9
+  static constexpr CameraConfig kCamera{4.0};  // DEFAULT_CAMERA_CONFIG
 
   enum InfoRow : int { kXPosition, kXVelocity, kRewardForward, kRewardCtrl, kInfoRowSize };
   static constexpr InfoEntry kInfos[] = {
@@ -84,6 +85,8 @@ class HalfCheetah {
   }
 
   void GetState(double* out) const { sim_.GetState(out); }
+  Sim& sim() { return sim_; }  // for drawing (frames.h)
+  const Sim& sim() const { return sim_; }
 
  private:
   void WriteObs(double* obs) const {
@@ -108,6 +111,8 @@ class Biped {
   using ActionType = float;
   static constexpr const char* kFile = kHopper ? "hopper.xml" : "walker2d_v5.xml";
   static constexpr int64_t kStateSize = kHopper ? 12 : 18;
+  static constexpr CameraConfig kCamera{
+      kHopper ? 3.0 : 4.0, {0.0, 0.0, 1.15}, -20.0};  // DEFAULT_CAMERA_CONFIG
 
   enum InfoRow : int {
     kXPosition,
@@ -201,6 +206,8 @@ class Biped {
   }
 
   void GetState(double* out) const { sim_.GetState(out); }
+  Sim& sim() { return sim_; }  // for drawing (frames.h)
+  const Sim& sim() const { return sim_; }
 
  private:
   bool Healthy() const {
@@ -241,6 +248,7 @@ class Swimmer {
   using ActionType = float;
   static constexpr const char* kFile = "swimmer.xml";
   static constexpr int64_t kStateSize = 10;  // nq 5 + nv 5
+  static constexpr CameraConfig kCamera{};   // DEFAULT_CAMERA_CONFIG
 
   enum InfoRow : int {
     kXPosition,
@@ -324,6 +332,8 @@ class Swimmer {
   }
 
   void GetState(double* out) const { sim_.GetState(out); }
+  Sim& sim() { return sim_; }  // for drawing (frames.h)
+  const Sim& sim() const { return sim_; }
 
  private:
   void WriteObs(double* obs) const {

@@ -5,6 +5,7 @@
 // first hands it gymnasium's asset directory.
 #include "ant.h"
 #include "classic.h"
+#include "frames.h"
 #include "humanoid.h"
 #include "planar.h"
 
@@ -28,9 +29,24 @@ extern "C" FASTBATCH_EXPORT_SYMBOL void fastbatch_mujoco_clear_timer(void) {
   __atomic_store_n(&mjcb_time, nullptr, __ATOMIC_RELAXED);
 }
 
-FASTBATCH_EXPORT_ENVS(fastbatch::mujoco::HalfCheetah, fastbatch::mujoco::Hopper,
-                      fastbatch::mujoco::Walker2d, fastbatch::mujoco::Ant,
-                      fastbatch::mujoco::Humanoid, fastbatch::mujoco::HumanoidStandup,
-                      fastbatch::mujoco::Swimmer, fastbatch::mujoco::Reacher,
-                      fastbatch::mujoco::Pusher, fastbatch::mujoco::InvertedPendulum,
-                      fastbatch::mujoco::InvertedDoublePendulum)
+// Each drawn as gymnasium's renderer draws it, and observable from pixels (frames.h).
+namespace fastbatch::mujoco {
+using HalfCheetahFrames = WithFrames<HalfCheetah>;
+using HopperFrames = WithFrames<Hopper>;
+using Walker2dFrames = WithFrames<Walker2d>;
+using AntFrames = WithFrames<Ant>;
+using HumanoidFrames = WithFrames<Humanoid>;
+using HumanoidStandupFrames = WithFrames<HumanoidStandup>;
+using SwimmerFrames = WithFrames<Swimmer>;
+using ReacherFrames = WithFrames<Reacher>;
+using PusherFrames = WithFrames<Pusher>;
+using InvertedPendulumFrames = WithFrames<InvertedPendulum>;
+using InvertedDoublePendulumFrames = WithFrames<InvertedDoublePendulum>;
+}  // namespace fastbatch::mujoco
+
+FASTBATCH_EXPORT_ENVS(fastbatch::mujoco::HalfCheetahFrames, fastbatch::mujoco::HopperFrames,
+                      fastbatch::mujoco::Walker2dFrames, fastbatch::mujoco::AntFrames,
+                      fastbatch::mujoco::HumanoidFrames, fastbatch::mujoco::HumanoidStandupFrames,
+                      fastbatch::mujoco::SwimmerFrames, fastbatch::mujoco::ReacherFrames,
+                      fastbatch::mujoco::PusherFrames, fastbatch::mujoco::InvertedPendulumFrames,
+                      fastbatch::mujoco::InvertedDoublePendulumFrames)

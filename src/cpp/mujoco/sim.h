@@ -167,6 +167,15 @@ inline void MarkAbsent(double* info, int first, int end) {
   std::fill(info + first, info + end, kNaN);
 }
 
+// An env's DEFAULT_CAMERA_CONFIG in gymnasium: what it sets on the free camera after placing it
+// (frames.h). NaN keeps the placed value; `lookat` is all three or none. (trackbodyid, also in
+// some configs, does nothing to a free camera.)
+struct CameraConfig {
+  double distance = kNaN;
+  double lookat[3] = {kNaN, kNaN, kNaN};
+  double elevation = kNaN;
+};
+
 // One simulation: an mjData over a shared model.
 class Sim {
  public:
@@ -185,6 +194,7 @@ class Sim {
 
   const mjModel* m() const { return model_.get(); }
   const mjData* d() const { return data_.get(); }
+  mjData* mutable_d() { return data_.get(); }  // for drawing (mjv_updateScene writes to it)
   int nq() const { return model_->nq; }
   int nv() const { return model_->nv; }
   int nu() const { return model_->nu; }

@@ -1,5 +1,5 @@
 // Frames of MuJoCo envs drawn in the pool's threads (public, header-only; needs mujoco.h): one
-// EGL context per thread, one MuJoCo render context per (thread, model), MuJoCo's own renderer
+// EGL context and MuJoCo render context per (thread, model, visuals), MuJoCo's own renderer
 // (mjv_updateScene, mjr_render, mjr_readPixels) into a row-major RGB buffer, top row first.
 //
 // TensorFlow in the same process: its wheels load TensorFlow's library RTLD_GLOBAL, with its
@@ -170,11 +170,15 @@ inline const Api& Gl() {
   return *api;
 }
 
-// This thread's EGL context and its MuJoCo render contexts, one per model (keyed by the model
-// whose meshes and textures it holds), freed when the thread exits.
+// This thread's MuJoCo render contexts, one per model (keyed by the model whose meshes and
+// textures it holds) and visuals, each in an EGL context of its own, as gymnasium's and
+// dm_control's renderers keep one GL context per renderer: MuJoCo's renderer leaves GL state
+// behind (lights) that changes the next model's frames when two share a GL context. Freed when
+// the thread exits.
 class ThreadGl {
  public:
   struct ModelGl {
+    EGLContext egl = nullptr;
     mjvScene scene;
     mjrContext context;
     int width, height;
@@ -185,28 +189,18 @@ class ThreadGl {
     return gl;
   }
 
-  // The render context of `model` for frames up to width x height in `visuals`, made once.
+  // The render context of `model` for frames up to width x height in `visuals`, made once, and
+  // its EGL context made current.
   ModelGl& For(const mjModel* model, int width, int height, Visuals visuals) {
-    const Api& api = Gl();
-    if (context_ == nullptr) {
-      std::lock_guard<std::mutex> lock(MakeMutex());  // rare, and Mesa's set-up is not reentrant
-      // The client API is per thread in EGL (OpenGL ES unless bound).
-      if (!api.BindAPI(kEglOpenGlApi))
-        throw std::runtime_error("rendering: EGL cannot bind OpenGL");
-      context_ = api.CreateContext(api.display, api.config, nullptr, nullptr);
-      if (context_ == nullptr) {
-        throw std::runtime_error("rendering: eglCreateContext failed (EGL error 0x" +
-                                 Hex(api.GetError()) + ")");
-      }
-    }
-    if (!api.MakeCurrent(api.display, nullptr, nullptr, context_)) {
-      throw std::runtime_error("rendering: eglMakeCurrent failed (EGL error 0x" +
-                               Hex(api.GetError()) + ")");
-    }
     auto& slot = models_[{model, visuals == Visuals::kFast}];
-    if (slot != nullptr && slot->width >= width && slot->height >= height) return *slot;
+    if (slot != nullptr && slot->width >= width && slot->height >= height) {
+      MakeCurrent(slot->egl);
+      return *slot;
+    }
     if (slot != nullptr) Free(*slot);
     slot = std::make_unique<ModelGl>();
+    slot->egl = CreateContext();
+    MakeCurrent(slot->egl);
     // The offscreen buffer's size and samples come from the model's visual settings: a shallow
     // copy carries larger ones where the frame needs them, and none for kFast.
     mjModel sized = *model;
@@ -224,12 +218,10 @@ class ThreadGl {
   }
 
   ~ThreadGl() {
-    if (context_ == nullptr) return;
-    const Api& api = Gl();
-    api.MakeCurrent(api.display, nullptr, nullptr, context_);
+    if (models_.empty()) return;
     for (auto& entry : models_) Free(*entry.second);
+    const Api& api = Gl();
     api.MakeCurrent(api.display, nullptr, nullptr, nullptr);
-    api.DestroyContext(api.display, context_);
   }
 
  private:
@@ -246,14 +238,41 @@ class ThreadGl {
     return mu;
   }
 
-  static void Free(ModelGl& gl) {
+  static EGLContext CreateContext() {
     const Api& api = Gl();
-    std::lock_guard<std::mutex> lock(MakeMutex());
-    mjr_freeContext(&gl.context);
-    mjv_freeScene(&gl.scene);
+    std::lock_guard<std::mutex> lock(MakeMutex());  // rare, and Mesa's set-up is not reentrant
+    // The client API is per thread in EGL (OpenGL ES unless bound).
+    if (!api.BindAPI(kEglOpenGlApi)) throw std::runtime_error("rendering: EGL cannot bind OpenGL");
+    EGLContext context = api.CreateContext(api.display, api.config, nullptr, nullptr);
+    if (context == nullptr) {
+      throw std::runtime_error("rendering: eglCreateContext failed (EGL error 0x" +
+                               Hex(api.GetError()) + ")");
+    }
+    return context;
   }
 
-  EGLContext context_ = nullptr;
+  // Every draw: another renderer on this thread (gymnasium's, dm_control's) may have made its
+  // own context current meanwhile.
+  static void MakeCurrent(EGLContext context) {
+    const Api& api = Gl();
+    if (!api.MakeCurrent(api.display, nullptr, nullptr, context)) {
+      throw std::runtime_error("rendering: eglMakeCurrent failed (EGL error 0x" +
+                               Hex(api.GetError()) + ")");
+    }
+  }
+
+  static void Free(ModelGl& gl) {
+    const Api& api = Gl();
+    api.MakeCurrent(api.display, nullptr, nullptr, gl.egl);
+    {
+      std::lock_guard<std::mutex> lock(MakeMutex());
+      mjr_freeContext(&gl.context);
+      mjv_freeScene(&gl.scene);
+    }
+    api.MakeCurrent(api.display, nullptr, nullptr, nullptr);
+    api.DestroyContext(api.display, gl.egl);
+  }
+
   std::map<std::pair<const mjModel*, bool>, std::unique_ptr<ModelGl>> models_;
 };
 
@@ -272,32 +291,19 @@ struct FrameSpec {
   Visuals visuals = Visuals::kFast;
 };
 
-// Draws `data` of `model` into `rgb` (height * width * 3 bytes, top row first). `shared` is the
-// model whose meshes and textures the render context holds (the same model, or the one a private
-// copy was made from). The calling thread's EGL context stays current afterwards.
+// Draws `data` of `model` from `camera` into `rgb` (height * width * 3 bytes, top row first);
+// `frame.camera` is not read. `shared` is the model whose meshes and textures the render context
+// holds (the same model, or the one a private copy was made from). The calling thread's EGL
+// context stays current afterwards.
 inline void Draw(const mjModel* model, const mjModel* shared, mjData* data, const FrameSpec& frame,
-                 uint8_t* rgb) {
-  if (frame.camera >= model->ncam) {
-    throw std::invalid_argument("camera " + std::to_string(frame.camera) +
-                                " does not exist: the model has " + std::to_string(model->ncam) +
-                                " cameras (-1 is the free camera)");
-  }
-  const Api& api = Gl();
+                 const mjvCamera& camera, uint8_t* rgb) {
   ThreadGl::ModelGl& gl = ThreadGl::Current().For(shared, frame.width, frame.height, frame.visuals);
   mjvOption option;
   mjvPerturb perturb;
-  mjvCamera camera;
   mjv_defaultOption(&option);
   mjv_defaultPerturb(&perturb);
-  mjv_defaultCamera(&camera);
-  if (frame.camera < 0) {
-    camera.type = mjCAMERA_FREE;
-    mjv_defaultFreeCamera(model, &camera);
-  } else {
-    camera.type = mjCAMERA_FIXED;
-    camera.fixedcamid = frame.camera;
-  }
-  mjv_updateScene(model, data, &option, &perturb, &camera, mjCAT_ALL, &gl.scene);
+  mjvCamera view = camera;  // mjv_updateScene may move a tracking camera
+  mjv_updateScene(model, data, &option, &perturb, &view, mjCAT_ALL, &gl.scene);
   if (frame.visuals == Visuals::kFast) {
     gl.scene.flags[mjRND_SHADOW] = 0;
     gl.scene.flags[mjRND_REFLECTION] = 0;
@@ -316,6 +322,27 @@ inline void Draw(const mjModel* model, const mjModel* shared, mjData* data, cons
     std::memcpy(rgb + top * row, rgb + bottom * row, row);
     std::memcpy(rgb + bottom * row, swap.data(), row);
   }
+}
+
+// The same from `frame.camera`: -1 is MuJoCo's free camera as mjv_defaultFreeCamera places it
+// (dm_control's), else the model's fixed camera of that id (refused when there is none).
+inline void Draw(const mjModel* model, const mjModel* shared, mjData* data, const FrameSpec& frame,
+                 uint8_t* rgb) {
+  if (frame.camera >= model->ncam) {
+    throw std::invalid_argument("camera " + std::to_string(frame.camera) +
+                                " does not exist: the model has " + std::to_string(model->ncam) +
+                                " cameras (-1 is the free camera)");
+  }
+  mjvCamera camera;
+  mjv_defaultCamera(&camera);
+  if (frame.camera < 0) {
+    camera.type = mjCAMERA_FREE;
+    mjv_defaultFreeCamera(model, &camera);
+  } else {
+    camera.type = mjCAMERA_FIXED;
+    camera.fixedcamid = frame.camera;
+  }
+  Draw(model, shared, data, frame, camera, rgb);
 }
 
 }  // namespace fastbatch::mujoco_render
