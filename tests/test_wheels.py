@@ -62,6 +62,7 @@ def test_the_fastbatch_wheel_holds_its_libraries_and_links_mujoco_and_tensorflow
         "fastbatch/fastbatch_dm_control.so",
         "fastbatch/fastbatch_gl_shim.so",
         "fastbatch/fastbatch_mujoco.so",
+        "fastbatch/fastbatch_osmesa_proc.so",
         "fastbatch/fastbatch_tf_op.so",
     ], libraries
     assert not any("libmujoco" in lib or "tensorflow" in lib or "EGL" in lib for lib in libraries)

@@ -20,8 +20,14 @@ nothing to isolate.
 fastbatch draws a MuJoCo frame. Where drawing is then safe (isolated, or no Mesa) it also sets,
 unless set: ``MUJOCO_GL=egl`` on a machine without a display, so gymnasium's and dm_control's
 renderers (GLFW by default) work headless; and ``LP_NUM_THREADS=0``, so llvmpipe draws each frame
-on the thread that asks for it (the pool's threads are the parallelism). ``FASTBATCH_GL_ISOLATE=0`` turns it off. A sanitizer build skips
-it (AddressSanitizer refuses ``RTLD_DEEPBIND``).
+on the thread that asks for it (the pool's threads are the parallelism).
+``FASTBATCH_GL_ISOLATE=0`` turns it off. A sanitizer build skips it (AddressSanitizer refuses
+``RTLD_DEEPBIND``).
+
+OSMesa instead of EGL (``MUJOCO_GL=osmesa``, set here when MUJOCO_GL is unset and the machine
+has OSMesa but no EGL): fastbatch's renderer loads libOSMesa ``RTLD_DEEPBIND`` without
+``RTLD_GLOBAL`` itself, and `isolate` loads ``fastbatch_osmesa_proc.so`` ``RTLD_GLOBAL`` for
+MuJoCo's GL loader (src/cpp/gl/osmesa_proc.cc).
 """
 
 from __future__ import annotations
@@ -68,6 +74,7 @@ def state() -> str:
 def _isolate() -> str:
     if not sys.platform.startswith("linux"):
         return "not needed (not Linux)"
+    _prepare_osmesa()
     state = _load_shim()
     if state == "isolated" or state.startswith("not needed"):
         # Only where drawing is safe: with the isolation off (a sanitizer build, or
@@ -86,6 +93,26 @@ def _set_defaults() -> None:
         # Headless: MuJoCo's Python renderers (gymnasium's, dm_control's) default to GLFW, which
         # needs a display; EGL needs none.
         os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+def _prepare_osmesa() -> None:
+    """OSMesa where it is asked for (MUJOCO_GL=osmesa), or where there is no EGL but OSMesa and
+    MUJOCO_GL is unset (then it sets MUJOCO_GL=osmesa): loads fastbatch_osmesa_proc.so
+    RTLD_GLOBAL, the ``OSMesaGetProcAddress`` MuJoCo's GL loader looks for, which forwards to
+    libOSMesa loaded apart (src/cpp/gl/osmesa_proc.cc). libOSMesa itself is not loaded here:
+    loading it without RTLD_DEEPBIND would bind it to TensorFlow's LLVM."""
+    import ctypes.util
+
+    if "MUJOCO_GL" not in os.environ and ctypes.util.find_library("EGL") is None:
+        if ctypes.util.find_library("OSMesa") is not None:
+            os.environ["MUJOCO_GL"] = "osmesa"
+    forward = Path(package_dir()) / "fastbatch_osmesa_proc.so"
+    if os.environ.get("MUJOCO_GL") == "osmesa" and forward.is_file():
+        ctypes.CDLL(str(forward), mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+        try:  # before `import mujoco` loads it (through PyOpenGL) without RTLD_DEEPBIND
+            ctypes.CDLL("libOSMesa.so.8", mode=os.RTLD_NOW | os.RTLD_LOCAL | os.RTLD_DEEPBIND)
+        except OSError:
+            pass  # no OSMesa: the renderer says so when it draws
 
 
 def _load_shim() -> str:

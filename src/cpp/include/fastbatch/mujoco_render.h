@@ -9,9 +9,10 @@
 //
 // Backend: EGL (MUJOCO_GL unset or "egl"): a device display (eglQueryDevicesEXT, the first that
 // initialises), else Mesa's surfaceless platform, else the default display; no window system
-// is needed. Any other MUJOCO_GL is refused with a message (OSMesa is not supported). The client
-// API (OpenGL) is bound per thread, as EGL keeps it, and contexts are made under one mutex
-// (mjr_makeContext loads GL function pointers into MuJoCo's globals).
+// is needed. OSMesa with MUJOCO_GL=osmesa (`fastbatch._gl` sets it where EGL is missing and
+// OSMesa is not). Any other MUJOCO_GL is refused with a message. The client API (OpenGL) is
+// bound per thread, as EGL keeps it, and contexts are made under one mutex (mjr_makeContext loads
+// GL function pointers into MuJoCo's globals).
 #ifndef FASTBATCH_MUJOCO_RENDER_H_
 #define FASTBATCH_MUJOCO_RENDER_H_
 
@@ -49,7 +50,11 @@ inline constexpr EGLint kEglPlatformSurfaceless = 0x31DD;
 // without shadows, reflections, skybox and multisampling.
 enum class Visuals { kMatch, kFast };
 
+// The GL platform frames are drawn with (MUJOCO_GL): EGL ("egl" or unset) or OSMesa ("osmesa").
+enum class Backend { kEgl, kOsmesa };
+
 struct Api {
+  Backend backend = Backend::kEgl;
   // EGL
   void* (*GetProcAddress)(const char*);
   EGLDisplay (*GetDisplay)(void*);
@@ -62,7 +67,12 @@ struct Api {
   EGLint (*GetError)();
   EGLDisplay display = nullptr;
   EGLConfig config = nullptr;
-  std::string description;  // e.g. "EGL (device 0)"
+  // OSMesa
+  void* (*OsmesaCreateContextExt)(unsigned format, int depth, int stencil, int accum, void* share);
+  unsigned char (*OsmesaMakeCurrent)(void* context, void* buffer, unsigned type, int width,
+                                     int height);
+  void (*OsmesaDestroyContext)(void* context);
+  std::string description;  // e.g. "EGL (device 0)", "OSMesa"
 };
 
 namespace detail {
@@ -110,20 +120,50 @@ inline EGLDisplay OpenDisplay(Api& api, std::string& kind) {
       "Mesa's EGL (Debian/Ubuntu: apt install libegl1 libegl-mesa0) or a GPU driver");
 }
 
+// OSMesa (MUJOCO_GL=osmesa): libOSMesa loaded apart (RTLD_LOCAL | RTLD_DEEPBIND, so that its
+// LLVM stays out of the global scope, as Mesa's EGL driver does through src/cpp/gl/gl_shim.cc);
+// MuJoCo's GL loader finds `OSMesaGetProcAddress` in the global scope, where
+// `fastbatch.mujoco.isolate_gl` puts fastbatch_osmesa_proc.so, which forwards to it.
+inline Api LoadOsmesa() {
+  Api api{};
+  api.backend = Backend::kOsmesa;
+  void* osmesa = dlopen("libOSMesa.so.8", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  if (osmesa == nullptr) osmesa = dlopen("libOSMesa.so.8", RTLD_NOW | RTLD_LOCAL);  // ASan
+  if (osmesa == nullptr) {
+    throw std::runtime_error(
+        std::string("rendering: MUJOCO_GL=osmesa, but libOSMesa.so.8 does not load (") + dlerror() +
+        "); install it (Debian/Ubuntu: apt install libosmesa6) or use EGL");
+  }
+  Bind(osmesa, "OSMesaCreateContextExt", api.OsmesaCreateContextExt);
+  Bind(osmesa, "OSMesaMakeCurrent", api.OsmesaMakeCurrent);
+  Bind(osmesa, "OSMesaDestroyContext", api.OsmesaDestroyContext);
+  if (dlsym(RTLD_DEFAULT, "OSMesaGetProcAddress") == nullptr) {
+    throw std::runtime_error(
+        "rendering: MUJOCO_GL=osmesa, but MuJoCo cannot find OSMesaGetProcAddress: load "
+        "fastbatch's envs through fastbatch (fastbatch.mujoco.isolate_gl loads "
+        "fastbatch_osmesa_proc.so, which provides it)");
+  }
+  api.description = "OSMesa";
+  return api;
+}
+
 inline Api Load() {
   const char* gl = std::getenv("MUJOCO_GL");
-  if (gl != nullptr && *gl != '\0' && std::string(gl) != "egl") {
+  const std::string backend = gl == nullptr ? "" : gl;
+  if (backend == "osmesa") return LoadOsmesa();
+  if (!backend.empty() && backend != "egl") {
     throw std::runtime_error(
-        std::string("rendering: fastbatch draws MuJoCo frames with EGL, but MUJOCO_GL=") + gl +
-        " asks for another backend (OSMesa and GLFW are not supported here); unset MUJOCO_GL or "
-        "set MUJOCO_GL=egl");
+        "rendering: fastbatch draws MuJoCo frames with EGL or OSMesa, but MUJOCO_GL=" + backend +
+        " asks for another backend (GLFW needs a window and is not supported here); unset "
+        "MUJOCO_GL or set MUJOCO_GL=egl (or osmesa)");
   }
   Api api{};
   void* egl = dlopen("libEGL.so.1", RTLD_NOW | RTLD_LOCAL);
   if (egl == nullptr) {
     throw std::runtime_error(
         std::string("rendering: cannot load libEGL.so.1 (") + dlerror() +
-        "); install EGL (Debian/Ubuntu: apt install libegl1 libegl-mesa0, or a GPU driver)");
+        "); install EGL (Debian/Ubuntu: apt install libegl1 libegl-mesa0, or a GPU driver), or "
+        "OSMesa (apt install libosmesa6) with MUJOCO_GL=osmesa");
   }
   Bind(egl, "eglGetProcAddress", api.GetProcAddress);
   Bind(egl, "eglGetDisplay", api.GetDisplay);
@@ -178,7 +218,8 @@ inline const Api& Gl() {
 class ThreadGl {
  public:
   struct ModelGl {
-    EGLContext egl = nullptr;
+    void* gl = nullptr;            // the EGL or OSMesa context
+    std::vector<uint8_t> surface;  // OSMesa's colour buffer (frames go to MuJoCo's own FBO)
     mjvScene scene;
     mjrContext context;
     int width, height;
@@ -194,13 +235,14 @@ class ThreadGl {
   ModelGl& For(const mjModel* model, int width, int height, Visuals visuals) {
     auto& slot = models_[{model, visuals == Visuals::kFast}];
     if (slot != nullptr && slot->width >= width && slot->height >= height) {
-      MakeCurrent(slot->egl);
+      MakeCurrent(*slot);
       return *slot;
     }
     if (slot != nullptr) Free(*slot);
     slot = std::make_unique<ModelGl>();
-    slot->egl = CreateContext();
-    MakeCurrent(slot->egl);
+    slot->gl = CreateContext();
+    slot->surface.resize(4 * 16 * 16);
+    MakeCurrent(*slot);
     // The offscreen buffer's size and samples come from the model's visual settings: a shallow
     // copy carries larger ones where the frame needs them, and none for kFast.
     mjModel sized = *model;
@@ -218,10 +260,7 @@ class ThreadGl {
   }
 
   ~ThreadGl() {
-    if (models_.empty()) return;
     for (auto& entry : models_) Free(*entry.second);
-    const Api& api = Gl();
-    api.MakeCurrent(api.display, nullptr, nullptr, nullptr);
   }
 
  private:
@@ -238,9 +277,15 @@ class ThreadGl {
     return mu;
   }
 
-  static EGLContext CreateContext() {
+  static void* CreateContext() {
     const Api& api = Gl();
     std::lock_guard<std::mutex> lock(MakeMutex());  // rare, and Mesa's set-up is not reentrant
+    if (api.backend == Backend::kOsmesa) {
+      // RGBA (GL_RGBA), 24 depth bits, 8 stencil bits, no accumulation buffer.
+      void* context = api.OsmesaCreateContextExt(0x1908, 24, 8, 0, nullptr);
+      if (context == nullptr) throw std::runtime_error("rendering: OSMesaCreateContextExt failed");
+      return context;
+    }
     // The client API is per thread in EGL (OpenGL ES unless bound).
     if (!api.BindAPI(kEglOpenGlApi)) throw std::runtime_error("rendering: EGL cannot bind OpenGL");
     EGLContext context = api.CreateContext(api.display, api.config, nullptr, nullptr);
@@ -252,25 +297,44 @@ class ThreadGl {
   }
 
   // Every draw: another renderer on this thread (gymnasium's, dm_control's) may have made its
-  // own context current meanwhile.
-  static void MakeCurrent(EGLContext context) {
+  // own context current meanwhile. OSMesa draws into a small colour buffer of its own: MuJoCo
+  // renders offscreen into its framebuffer object and reads the frame from there.
+  static void MakeCurrent(ModelGl& gl) {
     const Api& api = Gl();
-    if (!api.MakeCurrent(api.display, nullptr, nullptr, context)) {
+    if (api.backend == Backend::kOsmesa) {
+      if (!api.OsmesaMakeCurrent(gl.gl, gl.surface.data(), 0x1401 /* GL_UNSIGNED_BYTE */, 16, 16))
+        throw std::runtime_error("rendering: OSMesaMakeCurrent failed");
+      return;
+    }
+    if (!api.MakeCurrent(api.display, nullptr, nullptr, gl.gl)) {
       throw std::runtime_error("rendering: eglMakeCurrent failed (EGL error 0x" +
                                Hex(api.GetError()) + ")");
     }
   }
 
+  static void Release() {
+    const Api& api = Gl();
+    if (api.backend == Backend::kOsmesa) {
+      api.OsmesaMakeCurrent(nullptr, nullptr, 0x1401, 0, 0);
+    } else {
+      api.MakeCurrent(api.display, nullptr, nullptr, nullptr);
+    }
+  }
+
   static void Free(ModelGl& gl) {
     const Api& api = Gl();
-    api.MakeCurrent(api.display, nullptr, nullptr, gl.egl);
+    MakeCurrent(gl);
     {
       std::lock_guard<std::mutex> lock(MakeMutex());
       mjr_freeContext(&gl.context);
       mjv_freeScene(&gl.scene);
     }
-    api.MakeCurrent(api.display, nullptr, nullptr, nullptr);
-    api.DestroyContext(api.display, gl.egl);
+    Release();
+    if (api.backend == Backend::kOsmesa) {
+      api.OsmesaDestroyContext(gl.gl);
+    } else {
+      api.DestroyContext(api.display, gl.gl);
+    }
   }
 
   std::map<std::pair<const mjModel*, bool>, std::unique_ptr<ModelGl>> models_;
