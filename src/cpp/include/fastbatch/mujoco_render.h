@@ -241,7 +241,7 @@ class ThreadGl {
     if (slot != nullptr) Free(*slot);
     slot = std::make_unique<ModelGl>();
     slot->gl = CreateContext();
-    slot->surface.resize(4 * 16 * 16);
+    slot->surface.resize(4 * kSurfaceSide * kSurfaceSide);
     MakeCurrent(*slot);
     // The offscreen buffer's size and samples come from the model's visual settings: a shallow
     // copy carries larger ones where the frame needs them, and none for kFast.
@@ -265,6 +265,7 @@ class ThreadGl {
 
  private:
   static constexpr int kMaxGeom = 10000;
+  static constexpr int kSurfaceSide = 16;  // OSMesa's own colour buffer, unused by the frames
 
   static std::string Hex(EGLint value) {
     char text[16];
@@ -302,7 +303,8 @@ class ThreadGl {
   static void MakeCurrent(ModelGl& gl) {
     const Api& api = Gl();
     if (api.backend == Backend::kOsmesa) {
-      if (!api.OsmesaMakeCurrent(gl.gl, gl.surface.data(), 0x1401 /* GL_UNSIGNED_BYTE */, 16, 16))
+      if (!api.OsmesaMakeCurrent(gl.gl, gl.surface.data(), 0x1401 /* GL_UNSIGNED_BYTE */,
+                                 kSurfaceSide, kSurfaceSide))
         throw std::runtime_error("rendering: OSMesaMakeCurrent failed");
       return;
     }
@@ -312,27 +314,24 @@ class ThreadGl {
     }
   }
 
-  static void Release() {
+  // Never throws (it runs in a thread's exit, and at process exit, where EGL may already have
+  // let its display go): what cannot be made current is left to the driver's own clean-up.
+  static void Free(ModelGl& gl) noexcept {
     const Api& api = Gl();
-    if (api.backend == Backend::kOsmesa) {
-      api.OsmesaMakeCurrent(nullptr, nullptr, 0x1401, 0, 0);
-    } else {
-      api.MakeCurrent(api.display, nullptr, nullptr, nullptr);
-    }
-  }
-
-  static void Free(ModelGl& gl) {
-    const Api& api = Gl();
-    MakeCurrent(gl);
-    {
+    const bool current =
+        api.backend == Backend::kOsmesa
+            ? api.OsmesaMakeCurrent(gl.gl, gl.surface.data(), 0x1401, kSurfaceSide, kSurfaceSide)
+            : api.MakeCurrent(api.display, nullptr, nullptr, gl.gl);
+    if (current) {
       std::lock_guard<std::mutex> lock(MakeMutex());
       mjr_freeContext(&gl.context);
       mjv_freeScene(&gl.scene);
     }
-    Release();
     if (api.backend == Backend::kOsmesa) {
+      api.OsmesaMakeCurrent(nullptr, nullptr, 0x1401, 0, 0);
       api.OsmesaDestroyContext(gl.gl);
     } else {
+      api.MakeCurrent(api.display, nullptr, nullptr, nullptr);
       api.DestroyContext(api.display, gl.gl);
     }
   }
