@@ -17,6 +17,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -188,3 +189,34 @@ def test_fast_frames_are_the_same_at_any_worker_count():
         finally:
             env.close()
     np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_the_pixel_benchmark_runs_on_a_v5_env(tmp_path):
+    """bench/pixels.py --env HalfCheetah-v5 (figures in bench/README.md): fastbatch against
+    gymnasium's own renderer, one short round, written to its JSON."""
+    out = tmp_path / "pixels.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "bench/pixels.py",
+            "--env",
+            "HalfCheetah-v5",
+            "--methods",
+            "fb-fast,gym-fast",
+            "--num-envs",
+            "2",
+            "--repeats",
+            "1",
+            "--budget",
+            "0.05",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rates = json.loads(out.read_text())["results"][0]["median"]
+    assert rates["fb-fast"] > 0 and rates["gym-fast"] > 0
