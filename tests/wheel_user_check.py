@@ -50,13 +50,12 @@ def mujoco() -> str:
     step_some(env)
     found = fb_mujoco.installed()
     meta = [d for d in ("mujoco",) if _installed(metadata, d)]
-    if not _installed(metadata, "glfw"):  # mujoco-core alone: stepping works, drawing says why
-        try:
-            fastbatch.make("HalfCheetah-v5", 1, render_mode="rgb_array")
-        except ImportError as exc:
-            assert "gymnasium[mujoco]" in str(exc), exc
-        else:
-            raise AssertionError("render_mode='rgb_array' without glfw was not refused")
+    if not _installed(metadata, "glfw"):  # mujoco-core alone: the envs draw their own frames
+        drawn = fastbatch.make("HalfCheetah-v5", 1, render_mode="rgb_array", width=32, height=24)
+        drawn.reset(seed=0)
+        frame = drawn.render()[0]
+        assert frame.shape == (24, 32, 3) and frame.std() > 0, frame.shape
+        drawn.close()
     return f"HalfCheetah-v5 stepped on {found.distribution} {found.version} (meta package: {meta})"
 
 
