@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +25,7 @@ import gymnasium
 
 import fastbatch
 from fastbatch import dm_control as fb_dmc
+from tests.bench_scripts import run_bench_script
 from tests.egl import has_egl
 
 pytestmark = [
@@ -282,29 +282,9 @@ def test_the_pixel_benchmark_runs(tmp_path):
     """bench/pixels.py (its figures are in bench/README.md): one short round of fastbatch's
     and shimmy's contenders, written to its JSON; EnvPool reported as not run where it has no
     pixel envs."""
-    out = tmp_path / "pixels.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "bench/pixels.py",
-            "--num-envs",
-            "2",
-            "--repeats",
-            "1",
-            "--budget",
-            "0.05",
-            "--methods",
-            "fb-fast,shimmy-fast,envpool",
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=Path(__file__).resolve().parents[1],
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(out.read_text())
+    short = ("--num-envs", "2", "--repeats", "1", "--budget", "0.05")
+    methods = ("--methods", "fb-fast,shimmy-fast,envpool")
+    result = run_bench_script("pixels", tmp_path / "pixels.json", *short, *methods)
     rates = result["results"][0]["median"]
     assert rates["fb-fast"] > 0 and rates["shimmy-fast"] > 0
     assert "envpool" in rates or "envpool" in result["meta"]["not_run"]

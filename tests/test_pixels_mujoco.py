@@ -17,7 +17,6 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -25,6 +24,7 @@ import pytest
 
 import fastbatch
 from fastbatch import mujoco as fb_mujoco
+from tests.bench_scripts import run_bench_script
 from tests.egl import has_egl
 
 pytestmark = [
@@ -194,29 +194,8 @@ def test_fast_frames_are_the_same_at_any_worker_count():
 def test_the_pixel_benchmark_runs_on_a_v5_env(tmp_path):
     """bench/pixels.py --env HalfCheetah-v5 (figures in bench/README.md): fastbatch against
     gymnasium's own renderer, one short round, written to its JSON."""
-    out = tmp_path / "pixels.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "bench/pixels.py",
-            "--env",
-            "HalfCheetah-v5",
-            "--methods",
-            "fb-fast,gym-fast",
-            "--num-envs",
-            "2",
-            "--repeats",
-            "1",
-            "--budget",
-            "0.05",
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=Path(__file__).resolve().parents[1],
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    rates = json.loads(out.read_text())["results"][0]["median"]
+    short = ("--num-envs", "2", "--repeats", "1", "--budget", "0.05")
+    methods = ("--env", "HalfCheetah-v5", "--methods", "fb-fast,gym-fast")
+    result = run_bench_script("pixels", tmp_path / "pixels.json", *short, *methods)
+    rates = result["results"][0]["median"]
     assert rates["fb-fast"] > 0 and rates["gym-fast"] > 0

@@ -99,8 +99,9 @@ def _prepare_osmesa() -> None:
     """OSMesa where it is asked for (MUJOCO_GL=osmesa), or where there is no EGL but OSMesa and
     MUJOCO_GL is unset (then it sets MUJOCO_GL=osmesa): loads fastbatch_osmesa_proc.so
     RTLD_GLOBAL, the ``OSMesaGetProcAddress`` MuJoCo's GL loader looks for, which forwards to
-    libOSMesa loaded apart (src/cpp/gl/osmesa_proc.cc). libOSMesa itself is not loaded here:
-    loading it without RTLD_DEEPBIND would bind it to TensorFlow's LLVM."""
+    libOSMesa loaded apart (src/cpp/gl/osmesa_proc.cc); and loads libOSMesa RTLD_DEEPBIND first,
+    before ``import mujoco`` loads it through PyOpenGL without it (which would bind it to
+    TensorFlow's LLVM)."""
     import ctypes.util
 
     if "MUJOCO_GL" not in os.environ and ctypes.util.find_library("EGL") is None:

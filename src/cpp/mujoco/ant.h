@@ -133,7 +133,6 @@ class Ant {
 
   void GetState(double* out) const { sim_.GetState(out); }
   Sim& sim() { return sim_; }  // for drawing (frames.h)
-  const Sim& sim() const { return sim_; }
 
  private:
   bool Healthy() const {

@@ -73,7 +73,6 @@ class InvertedPendulum {
   }
   void GetState(double* out) const { sim_.GetState(out); }
   Sim& sim() { return sim_; }  // for drawing (frames.h)
-  const Sim& sim() const { return sim_; }
 
  private:
   Sim sim_;
@@ -142,7 +141,6 @@ class InvertedDoublePendulum {
   }
   void GetState(double* out) const { sim_.GetState(out); }
   Sim& sim() { return sim_; }  // for drawing (frames.h)
-  const Sim& sim() const { return sim_; }
 
  private:
   void WriteObs(double* obs) const {
@@ -225,7 +223,6 @@ class Reacher {
   }
   void GetState(double* out) const { sim_.GetState(out); }
   Sim& sim() { return sim_; }  // for drawing (frames.h)
-  const Sim& sim() const { return sim_; }
 
  private:
   void WriteObs(double* obs) const {
@@ -321,7 +318,6 @@ class Pusher {
   }
   void GetState(double* out) const { sim_.GetState(out); }
   Sim& sim() { return sim_; }  // for drawing (frames.h)
-  const Sim& sim() const { return sim_; }
 
  private:
   void WriteObs(double* obs) const {

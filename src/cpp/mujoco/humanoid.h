@@ -218,7 +218,6 @@ class HumanoidBase {
 
   void GetState(double* out) const { sim_.GetState(out); }
   Sim& sim() { return sim_; }  // for drawing (frames.h)
-  const Sim& sim() const { return sim_; }
 
  private:
   // The tendon infos are declared kHumanoidTendons long; `model` must have that many tendons.

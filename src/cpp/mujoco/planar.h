@@ -86,7 +86,6 @@ class HalfCheetah {
 
   void GetState(double* out) const { sim_.GetState(out); }
   Sim& sim() { return sim_; }  // for drawing (frames.h)
-  const Sim& sim() const { return sim_; }
 
  private:
   void WriteObs(double* obs) const {
@@ -207,7 +206,6 @@ class Biped {
 
   void GetState(double* out) const { sim_.GetState(out); }
   Sim& sim() { return sim_; }  // for drawing (frames.h)
-  const Sim& sim() const { return sim_; }
 
  private:
   bool Healthy() const {
@@ -333,7 +331,6 @@ class Swimmer {
 
   void GetState(double* out) const { sim_.GetState(out); }
   Sim& sim() { return sim_; }  // for drawing (frames.h)
-  const Sim& sim() const { return sim_; }
 
  private:
   void WriteObs(double* obs) const {

@@ -297,32 +297,34 @@ class ThreadGl {
     return context;
   }
 
-  // Every draw: another renderer on this thread (gymnasium's, dm_control's) may have made its
-  // own context current meanwhile. OSMesa draws into a small colour buffer of its own: MuJoCo
-  // renders offscreen into its framebuffer object and reads the frame from there.
-  static void MakeCurrent(ModelGl& gl) {
+  // Makes `gl`'s context current on this thread; false where the platform refuses. OSMesa draws
+  // into a small colour buffer of its own: MuJoCo renders offscreen into its framebuffer object
+  // and reads the frame from there.
+  static bool Bind(ModelGl& gl) noexcept {
     const Api& api = Gl();
     if (api.backend == Backend::kOsmesa) {
-      if (!api.OsmesaMakeCurrent(gl.gl, gl.surface.data(), 0x1401 /* GL_UNSIGNED_BYTE */,
-                                 kSurfaceSide, kSurfaceSide))
-        throw std::runtime_error("rendering: OSMesaMakeCurrent failed");
-      return;
+      return api.OsmesaMakeCurrent(gl.gl, gl.surface.data(), 0x1401 /* GL_UNSIGNED_BYTE */,
+                                   kSurfaceSide, kSurfaceSide);
     }
-    if (!api.MakeCurrent(api.display, nullptr, nullptr, gl.gl)) {
-      throw std::runtime_error("rendering: eglMakeCurrent failed (EGL error 0x" +
-                               Hex(api.GetError()) + ")");
-    }
+    return api.MakeCurrent(api.display, nullptr, nullptr, gl.gl);
+  }
+
+  // Every draw: another renderer on this thread (gymnasium's, dm_control's) may have made its
+  // own context current meanwhile.
+  static void MakeCurrent(ModelGl& gl) {
+    if (Bind(gl)) return;
+    const Api& api = Gl();
+    if (api.backend == Backend::kOsmesa)
+      throw std::runtime_error("rendering: OSMesaMakeCurrent failed");
+    throw std::runtime_error("rendering: eglMakeCurrent failed (EGL error 0x" +
+                             Hex(api.GetError()) + ")");
   }
 
   // Never throws (it runs in a thread's exit, and at process exit, where EGL may already have
   // let its display go): what cannot be made current is left to the driver's own clean-up.
   static void Free(ModelGl& gl) noexcept {
     const Api& api = Gl();
-    const bool current =
-        api.backend == Backend::kOsmesa
-            ? api.OsmesaMakeCurrent(gl.gl, gl.surface.data(), 0x1401, kSurfaceSide, kSurfaceSide)
-            : api.MakeCurrent(api.display, nullptr, nullptr, gl.gl);
-    if (current) {
+    if (Bind(gl)) {
       std::lock_guard<std::mutex> lock(MakeMutex());
       mjr_freeContext(&gl.context);
       mjv_freeScene(&gl.scene);
