@@ -152,6 +152,17 @@ def test_pixel_space_defaults_and_kwargs():
         fastbatch.make("Reacher-v5", 1, camera_name="track")
 
 
+def test_the_default_camera_follows_the_installed_gymnasium(monkeypatch):
+    """gymnasium draws from the "track" camera by default before 1.4 and from the free camera
+    since: render()'s default camera follows the installed version; pixels take "track"."""
+    spec = fastbatch.spec("HalfCheetah-v5")
+    for version, default in [("1.3.0", {"camera_name": "track"}), ("1.4.0", {}), ("2.0.1", {})]:
+        monkeypatch.setattr(fb_mujoco.importlib.metadata, "version", lambda name, v=version: v)
+        assert fb_mujoco.native_kwargs(spec, {}) == default, version
+        assert fb_mujoco.native_kwargs(spec, {"pixels": True})["camera_name"] == "track"
+        assert fb_mujoco.native_kwargs(spec, {"camera": -1}) == {"camera": -1}
+
+
 def test_state_and_rewards_are_unchanged_by_pixels():
     """pixels=True changes the observation only: rewards, ends and infos are the state env's."""
     kwargs = {"seed": 3}
